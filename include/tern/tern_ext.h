@@ -1,0 +1,28 @@
+/*
+ * tern extensions beyond the NCCL-shaped core API: introspection used by tools (perf binaries, tern-calc) and by
+ * users who want to know what the library will do.
+ */
+#ifndef TERN_TERN_EXT_H_
+#define TERN_TERN_EXT_H_
+
+#include "tern/tern.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Names the algorithm tern would run for a collective ("allreduce", "allgather", "reducescatter", "broadcast",
+ * "reduce", "alltoall", "barrier") of count elements (per-rank count as in the collective's own call) on comm, and
+ * the cost model's predicted time in microseconds (0 when the model has no estimate). name receives at most
+ * nameLen bytes including the terminating NUL. */
+ternResult_t ternQueryAlgorithm(ternComm_t comm, const char* collective, size_t count, ternDataType_t datatype,
+                                char* name, size_t nameLen, double* predictedUs);
+
+/** Name of the transport comm runs on ("tcp", "inproc", "shm", ...). */
+const char* ternCommTransportName(ternComm_t comm);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // TERN_TERN_EXT_H_

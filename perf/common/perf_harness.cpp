@@ -1,0 +1,420 @@
+#include "perf_harness.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tern/tern_ext.h"
+
+namespace tern::perf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void die(const char* what, ternResult_t r, ternComm_t comm) {
+  std::fprintf(stderr, "tern perf: %s failed: %s (%s)\n", what, ternGetErrorString(r), ternGetLastError(comm));
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+#define PERF_CHECK(call, comm)                  \
+  do {                                          \
+    ternResult_t r_ = (call);                   \
+    if (r_ != ternSuccess) die(#call, r_, comm); \
+  } while (0)
+
+uint16_t floatToHalfBits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffffu;
+  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    uint32_t shift = static_cast<uint32_t>(14 - exp);
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1);
+    uint32_t mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) ++half;
+  return static_cast<uint16_t>(half);
+}
+
+float halfBitsToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while (!(mant & 0x400u));
+      x = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13;
+    }
+  } else if (exp == 31) {
+    x = sign | 0x7f800000u | mant << 13;
+  } else {
+    x = sign | (exp - 15 + 127) << 23 | mant << 13;
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+void store(void* buf, size_t i, ternDataType_t t, double v) {
+  switch (t) {
+    case ternInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
+    case ternUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
+    case ternInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
+    case ternUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
+    case ternInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
+    case ternUint64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v); break;
+    case ternFloat16: static_cast<uint16_t*>(buf)[i] = floatToHalfBits(static_cast<float>(v)); break;
+    case ternFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    case ternFloat64: static_cast<double*>(buf)[i] = v; break;
+    case ternBfloat16: {
+      float f = static_cast<float>(v);
+      uint32_t x;
+      std::memcpy(&x, &f, 4);
+      static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+      break;
+    }
+    default: break;
+  }
+}
+
+double load(const void* buf, size_t i, ternDataType_t t) {
+  switch (t) {
+    case ternInt8: return static_cast<const int8_t*>(buf)[i];
+    case ternUint8: return static_cast<const uint8_t*>(buf)[i];
+    case ternInt32: return static_cast<const int32_t*>(buf)[i];
+    case ternUint32: return static_cast<const uint32_t*>(buf)[i];
+    case ternInt64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
+    case ternUint64: return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
+    case ternFloat16: return halfBitsToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case ternFloat32: return static_cast<const float*>(buf)[i];
+    case ternFloat64: return static_cast<const double*>(buf)[i];
+    case ternBfloat16: {
+      uint32_t x = static_cast<uint32_t>(static_cast<const uint16_t*>(buf)[i]) << 16;
+      float f;
+      std::memcpy(&f, &x, 4);
+      return f;
+    }
+    default: return 0;
+  }
+}
+
+bool isFloat(ternDataType_t t) {
+  return t == ternFloat16 || t == ternFloat32 || t == ternFloat64 || t == ternBfloat16;
+}
+
+struct Buffer {
+  std::unique_ptr<char[], void (*)(void*)> p{nullptr, std::free};
+  size_t bytes = 0;
+  void ensure(size_t b) {
+    if (b <= bytes) return;
+    size_t rounded = (std::max<size_t>(b, 64) + 4095) & ~static_cast<size_t>(4095);
+    p.reset(static_cast<char*>(std::aligned_alloc(4096, rounded)));
+    std::memset(p.get(), 0, rounded);  // touch every page before timing
+    bytes = rounded;
+  }
+};
+
+struct Measured {
+  double timeUs = 0, algbw = 0, busbw = 0, minUs = 0, maxUs = 0, p99Us = 0;
+  long long wrong = 0;
+};
+
+class RankRunner {
+ public:
+  RankRunner(const CollectiveSpec& spec, const PerfOptions& o, ternComm_t comm)
+      : spec_(spec), o_(o), comm_(comm) {
+    PERF_CHECK(ternCommCount(comm, &n_), comm);
+    PERF_CHECK(ternCommUserRank(comm, &rank_), comm);
+  }
+
+  void fill(void* send, void* recv, const Layout& l, ternRedOp_t op, bool inPlace) {
+    void* dst = inPlace ? static_cast<char*>(recv) + l.inPlaceSendOffset * typeSize(o_.dtype) : send;
+    if (!inPlace && recv != nullptr) std::memset(recv, 0, l.recvElems * typeSize(o_.dtype));
+    for (size_t j = 0; j < l.sendElems; ++j) {
+      store(dst, j, o_.dtype, spec_.sendValue(j, rank_, n_, l.callCount, op, o_.root));
+    }
+  }
+
+  long long verify(const void* recv, const Layout& l, ternRedOp_t op) {
+    long long wrong = 0;
+    bool tolerant = op == ternAvg && isFloat(o_.dtype);
+    for (size_t j = 0; j < l.recvElems; ++j) {
+      double want;
+      if (!spec_.expectedValue(j, rank_, n_, l.callCount, op, o_.root, &want)) continue;
+      if (op == ternAvg && !isFloat(o_.dtype)) want = std::trunc(want);
+      double got = load(recv, j, o_.dtype);
+      bool ok = tolerant ? std::fabs(got - want) <= 1e-2 * std::max(1.0, std::fabs(want)) : got == want;
+      if (!ok) ++wrong;
+    }
+    return wrong;
+  }
+
+  double combine(double v, ternRedOp_t op) {
+    double out = v;
+    PERF_CHECK(ternAllReduce(&v, &out, 1, ternFloat64, op, comm_), comm_);
+    return out;
+  }
+
+  Measured measure(size_t count, ternRedOp_t op, bool inPlace) {
+    Layout l = spec_.layout(count, n_, rank_);
+    size_t e = typeSize(o_.dtype);
+    sendBuf_.ensure(l.sendElems * e);
+    recvBuf_.ensure(l.recvElems * e);
+    void* recv = recvBuf_.p.get();
+    const void* send = inPlace ? static_cast<char*>(recv) + l.inPlaceSendOffset * e : sendBuf_.p.get();
+    Measured m;
+    fill(sendBuf_.p.get(), recv, l, op, inPlace);
+    for (int i = 0; i < o_.warmup; ++i) {
+      PERF_CHECK(spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_), comm_);
+    }
+    PERF_CHECK(ternBarrier(comm_), comm_);
+    std::vector<double> perIter;
+    auto t0 = Clock::now();
+    for (int i = 0; i < o_.iters; ++i) {
+      auto s = Clock::now();
+      PERF_CHECK(spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_), comm_);
+      if (o_.iterStats) perIter.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count());
+    }
+    double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / o_.iters;
+    switch (o_.average) {
+      case 0: {
+        double v = rank_ == 0 ? us : 0;
+        us = combine(v, ternSum);
+        break;
+      }
+      case 2: us = combine(us, ternMin); break;
+      case 3: us = combine(us, ternMax); break;
+      default: us = combine(us, ternSum) / n_; break;
+    }
+    if (o_.iterStats && !perIter.empty()) {
+      std::sort(perIter.begin(), perIter.end());
+      m.minUs = combine(perIter.front(), ternMin);
+      m.maxUs = combine(perIter.back(), ternMax);
+      m.p99Us = combine(perIter[std::min(perIter.size() - 1, static_cast<size_t>(perIter.size() * 0.99))], ternMax);
+    }
+    size_t bytes = count * e;
+    m.timeUs = us;
+    m.algbw = us > 0 ? static_cast<double>(bytes) / 1e3 / us : 0;
+    m.busbw = m.algbw * spec_.busFactor(n_);
+    if (o_.check) {
+      fill(sendBuf_.p.get(), recv, l, op, inPlace);
+      PERF_CHECK(spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_), comm_);
+      m.wrong = static_cast<long long>(combine(static_cast<double>(verify(recv, l, op)), ternSum));
+    } else {
+      m.wrong = -1;
+    }
+    return m;
+  }
+
+  int run() {
+    bool leader = rank_ == 0;
+    nlohmann::json records = nlohmann::json::array();
+    if (leader) printHeader();
+    long long totalWrong = 0;
+    double busSum = 0;
+    int busCount = 0;
+    for (size_t size = o_.minBytes; size <= o_.maxBytes;) {
+      size_t count = spec_.roundCount(size / typeSize(o_.dtype), n_);
+      for (ternRedOp_t op : o_.ops) {
+        Measured out = measure(count, op, false);
+        Measured in = measure(count, op, true);
+        char algo[64] = "?";
+        double predicted = 0;
+        ternQueryAlgorithm(comm_, spec_.name, spec_.layout(count, n_, rank_).callCount, o_.dtype, algo, sizeof(algo),
+                           &predicted);
+        if (leader) {
+          printRow(count, op, out, in);
+          records.push_back(record(count, op, algo, predicted, out, in));
+        }
+        totalWrong += std::max(0LL, out.wrong) + std::max(0LL, in.wrong);
+        busSum += out.busbw + in.busbw;
+        busCount += 2;
+      }
+      size_t next = o_.useFactor ? static_cast<size_t>(static_cast<double>(size) * o_.stepFactor) : size + o_.stepBytes;
+      if (next <= size) break;
+      size = next;
+    }
+    if (leader) {
+      std::printf("# Out of bounds values : %lld %s\n", totalWrong, totalWrong ? "FAILED" : "OK");
+      std::printf("# Avg bus bandwidth    : %g \n", busCount ? busSum / busCount : 0.0);
+      std::printf("#\n");
+      std::fflush(stdout);
+      if (!o_.jsonFile.empty()) {
+        std::ofstream f(o_.jsonFile);
+        nlohmann::json doc = {{"collective", spec_.name}, {"binary", spec_.binary}, {"nranks", n_},
+                              {"transport", ternCommTransportName(comm_)}, {"compress", o_.compress},
+                              {"forced_algo", o_.algo}, {"results", records}};
+        f << doc.dump(2) << "\n";
+      }
+    }
+    return totalWrong == 0 ? 0 : 1;
+  }
+
+ private:
+  void printHeader() {
+    int version = 0;
+    ternGetVersion(&version);
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    std::printf("# nThread %d nGpus 1 minBytes %zu maxBytes %zu step: ", o_.threads, o_.minBytes, o_.maxBytes);
+    if (o_.useFactor) {
+      std::printf("%g(factor)", o_.stepFactor);
+    } else {
+      std::printf("%zu(bytes)", o_.stepBytes);
+    }
+    std::printf(" warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n", o_.warmup, o_.iters, o_.check);
+    std::printf("#\n# tern %d.%d.%d, %d ranks, transport %s%s%s%s%s\n", version / 10000, version / 100 % 100,
+                version % 100, n_, ternCommTransportName(comm_), o_.algo.empty() ? "" : ", algorithm ",
+                o_.algo.c_str(), o_.compress.empty() ? "" : ", compression ", o_.compress.c_str());
+    std::printf("#  Rank %2d Group  0 Pid %6d on %10s device  0 [cpu] host memory\n", rank_, getpid(), host);
+    std::printf("#\n");
+    std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "",
+                "", "", "", "");
+    std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type",
+                "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+    std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)", "", "",
+                "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+    std::fflush(stdout);
+  }
+
+  static std::string timeText(double us) {
+    char b[32];
+    if (us >= 10000.0) {
+      std::snprintf(b, sizeof(b), "%7.0f", us);
+    } else if (us >= 100.0) {
+      std::snprintf(b, sizeof(b), "%7.1f", us);
+    } else {
+      std::snprintf(b, sizeof(b), "%7.2f", us);
+    }
+    return b;
+  }
+
+  void printRow(size_t count, ternRedOp_t op, const Measured& out, const Measured& in) {
+    std::printf("%12zu  %12zu  %8s  %6s  %6i", count * typeSize(o_.dtype), count, typeName(o_.dtype),
+                spec_.hasOp ? opName(op) : "none", spec_.hasRoot ? o_.root : -1);
+    for (const Measured* m : {&out, &in}) {
+      char wrong[32];
+      if (m->wrong < 0) {
+        std::snprintf(wrong, sizeof(wrong), "N/A");
+      } else {
+        std::snprintf(wrong, sizeof(wrong), "%lld", m->wrong);
+      }
+      std::printf("  %7s  %6.2f  %6.2f  %5s", timeText(m->timeUs).c_str(), m->algbw, m->busbw, wrong);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
+  nlohmann::json record(size_t count, ternRedOp_t op, const char* algo, double predicted, const Measured& out,
+                        const Measured& in) {
+    auto one = [&](const Measured& m) {
+      nlohmann::json j = {{"time_us", m.timeUs}, {"algbw", m.algbw}, {"busbw", m.busbw}, {"wrong", m.wrong}};
+      if (o_.iterStats) {
+        j["min_us"] = m.minUs;
+        j["max_us"] = m.maxUs;
+        j["p99_us"] = m.p99Us;
+      }
+      return j;
+    };
+    return {{"size", count * typeSize(o_.dtype)}, {"count", count}, {"type", typeName(o_.dtype)},
+            {"redop", spec_.hasOp ? opName(op) : "none"}, {"root", spec_.hasRoot ? o_.root : -1},
+            {"algorithm", o_.algo.empty() ? algo : o_.algo}, {"predicted_us", predicted},
+            {"out_of_place", one(out)}, {"in_place", one(in)}};
+  }
+
+  const CollectiveSpec& spec_;
+  const PerfOptions& o_;
+  ternComm_t comm_;
+  int n_ = 1, rank_ = 0;
+  Buffer sendBuf_, recvBuf_;
+};
+
+bool launchedByLauncher() {
+  for (const char* v : {"TERN_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (std::getenv(v) != nullptr) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+double patternValue(int rank, size_t index, ternRedOp_t op) {
+  if (op == ternProd) return ((static_cast<size_t>(rank) + index) % 4 == 0) ? 2.0 : 1.0;
+  return 1.0 + static_cast<double>((static_cast<size_t>(rank) * 7 + index * 13) % 5);
+}
+
+double reduceOverRanks(int nranks, size_t index, ternRedOp_t op) {
+  double acc = patternValue(0, index, op);
+  for (int r = 1; r < nranks; ++r) {
+    double v = patternValue(r, index, op);
+    switch (op) {
+      case ternProd: acc *= v; break;
+      case ternMax: acc = std::max(acc, v); break;
+      case ternMin: acc = std::min(acc, v); break;
+      default: acc += v; break;
+    }
+  }
+  return op == ternAvg ? acc / nranks : acc;
+}
+
+int runPerf(const CollectiveSpec& spec, int argc, char** argv) {
+  PerfOptions o = parsePerfOptions(argc, argv, spec.binary, spec.hasOp, spec.hasRoot);
+  if (!o.algo.empty()) setenv("TERN_ALGO", (std::string(spec.name) + ":" + o.algo).c_str(), 1);
+  if (!o.compress.empty()) setenv("TERN_COMPRESS", o.compress.c_str(), 1);
+  if (launchedByLauncher()) {
+    if (o.threads != 1) {
+      std::fprintf(stderr, "%s: -t is for single-process runs; under a launcher use one rank per process\n",
+                   spec.binary);
+      return 2;
+    }
+    ternComm_t comm = nullptr;
+    PERF_CHECK(ternCommInitFromEnv(&comm, nullptr), nullptr);
+    int rc = RankRunner(spec, o, comm).run();
+    ternCommDestroy(comm);
+    return rc;
+  }
+  // Single process: o.threads ranks as threads.
+  ternUniqueId id;
+  PERF_CHECK(ternGetUniqueId(&id), nullptr);
+  std::vector<int> rcs(o.threads, 0);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < o.threads; ++r) {
+    threads.emplace_back([&, r] {
+      ternComm_t comm = nullptr;
+      PERF_CHECK(ternCommInitRank(&comm, o.threads, id, r), nullptr);
+      rcs[r] = RankRunner(spec, o, comm).run();
+      ternCommDestroy(comm);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return *std::max_element(rcs.begin(), rcs.end());
+}
+
+}  // namespace tern::perf

@@ -1,0 +1,52 @@
+// What a collective call asks for, independent of buffers: the key under which schedules are built and cached.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "tern/tern.h"
+
+namespace tern {
+
+enum class Collective { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAlltoAll, kAlltoAllv,
+                        kPointToPoint, kBarrier, kCount };
+
+const char* collectiveName(Collective c);
+
+// One send or receive of a point-to-point group; offsets are into the op's input (sends) or output (receives)
+// buffer, which the communicator lays out as a gather of the user's buffers.
+struct PointToPoint {
+  bool isSend = false;
+  int peer = -1;
+  size_t offset = 0;  // bytes
+  size_t bytes = 0;
+};
+
+struct CollArgs {
+  Collective coll = Collective::kAllReduce;
+  // Elements: AllReduce/Broadcast/Reduce: count; AllGather: sendcount; ReduceScatter: recvcount; AlltoAll: count
+  // per peer.
+  size_t count = 0;
+  ternDataType_t dtype = ternFloat32;
+  ternRedOp_t op = ternSum;
+  int root = 0;
+  bool inPlace = false;
+  // AlltoAllv, in elements.
+  std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+  // Point-to-point group.
+  std::vector<PointToPoint> p2p;
+};
+
+// Tuning knobs every builder may read. Defaults suit TCP on loopback; transports can override.
+struct BuildOptions {
+  size_t pipelineChunkBytes = 512 * 1024;  // ring/chain/tree pipelining granularity
+  // Rank order of rings and chains (a permutation of 0..nranks-1), chosen from the topology so that neighbours
+  // share a host/NUMA node/NIC. Empty means identity.
+  std::vector<int> ringOrder;
+  // Host index of every rank (ranks with the same value share a node). Empty means all on one host. Hierarchical
+  // algorithms use it.
+  std::vector<int> hostOf;
+};
+
+}  // namespace tern

@@ -1,0 +1,88 @@
+// A Schedule is one rank's part of a collective: a list of steps over chunks of three buffers (the user's input
+// and output, and a scratch area). Algorithms are functions that build schedules; the Executor runs them over a
+// Transport; the cost model prices them. Schedules hold offsets, never pointers, so they can be cached and reused
+// for every call with the same shape.
+//
+// Ordering rules the builders follow and the executor relies on:
+//  - deps name earlier steps (smaller index) that must complete before a step may start;
+//  - sends to one peer are posted in step order, and so are receives from one peer; a builder must emit, for each
+//    pair of ranks, sends on one side in the same order as the matching receives on the other.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tern/tern.h"
+
+namespace tern {
+
+enum class BufferId : uint8_t { kInput, kOutput, kScratch };
+
+struct Span {
+  BufferId buffer = BufferId::kInput;
+  size_t offset = 0;  // bytes
+  size_t bytes = 0;
+};
+
+enum class StepKind : uint8_t {
+  kSend,      // send src to peer
+  kRecv,      // receive from peer into dst
+  kReduce,    // dst = src op src2 (element-wise, the collective's dtype and op)
+  kCopy,      // dst = src (no-op when they are the same memory)
+  kFinalize,  // dst = op's post-processing of dst (avg: divide by the collective's rank count)
+};
+
+struct Step {
+  StepKind kind;
+  int peer = -1;
+  Span dst;
+  Span src;
+  Span src2;
+  std::vector<uint32_t> deps;
+};
+
+struct Schedule {
+  std::vector<Step> steps;
+  size_t scratchBytes = 0;
+  std::string algorithm;  // name, for logs and perf JSON
+};
+
+// Small helpers that keep builders readable.
+inline Span inputSpan(size_t offset, size_t bytes) { return {BufferId::kInput, offset, bytes}; }
+inline Span outputSpan(size_t offset, size_t bytes) { return {BufferId::kOutput, offset, bytes}; }
+inline Span scratchSpan(size_t offset, size_t bytes) { return {BufferId::kScratch, offset, bytes}; }
+
+class ScheduleBuilder {
+ public:
+  explicit ScheduleBuilder(std::string algorithm) { schedule_.algorithm = std::move(algorithm); }
+  uint32_t send(int peer, Span src, std::vector<uint32_t> deps = {}) {
+    return add({StepKind::kSend, peer, {}, src, {}, std::move(deps)});
+  }
+  uint32_t recv(int peer, Span dst, std::vector<uint32_t> deps = {}) {
+    return add({StepKind::kRecv, peer, dst, {}, {}, std::move(deps)});
+  }
+  uint32_t reduce(Span dst, Span a, Span b, std::vector<uint32_t> deps = {}) {
+    return add({StepKind::kReduce, -1, dst, a, b, std::move(deps)});
+  }
+  uint32_t copy(Span dst, Span src, std::vector<uint32_t> deps = {}) {
+    return add({StepKind::kCopy, -1, dst, src, {}, std::move(deps)});
+  }
+  uint32_t finalize(Span dst, std::vector<uint32_t> deps = {}) {
+    return add({StepKind::kFinalize, -1, dst, {}, {}, std::move(deps)});
+  }
+  void needScratch(size_t bytes) {
+    if (bytes > schedule_.scratchBytes) schedule_.scratchBytes = bytes;
+  }
+  Schedule take() { return std::move(schedule_); }
+
+ private:
+  uint32_t add(Step s) {
+    schedule_.steps.push_back(std::move(s));
+    return static_cast<uint32_t>(schedule_.steps.size() - 1);
+  }
+  Schedule schedule_;
+};
+
+}  // namespace tern

@@ -1,0 +1,622 @@
+// The C API boundary: validates arguments, converts exceptions into ternResult_t plus a message for
+// ternGetLastError, and turns calls into Operations on the communicator.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/algo_choice.hpp"
+#include "core/bootstrap.hpp"
+#include "core/communicator.hpp"
+#include "core/dtype.hpp"
+#include "core/env.hpp"
+#include "core/env_init.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "tern/tern.h"
+#include "tern/tern_ext.h"
+
+#define TERN_API extern "C" __attribute__((visibility("default")))
+
+struct ternComm {
+  std::unique_ptr<tern::Communicator> impl;
+};
+
+struct ternRequest {
+  std::shared_ptr<tern::Operation> op;
+  ternComm_t comm;
+};
+
+namespace tern {
+namespace {
+
+thread_local std::string lastErrorMessage;
+
+ternResult_t record(ternResult_t code, const std::string& message) {
+  lastErrorMessage = message;
+  if (code != ternSuccess && code != ternInProgress) TERN_LOG(kInfo, kColl, -1, "call failed: %s", message.c_str());
+  return code;
+}
+
+// Runs body, translating exceptions; every API function goes through here.
+template <typename F>
+ternResult_t guarded(F&& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    return record(e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    return record(ternSystemError, "out of memory");
+  } catch (const std::exception& e) {
+    return record(ternInternalError, e.what());
+  }
+}
+
+Communicator& checkComm(ternComm_t comm, const char* fn) {
+  if (comm == nullptr || !comm->impl) throwError(ternInvalidArgument, "%s: comm is NULL", fn);
+  return *comm->impl;
+}
+
+void checkBuffer(const void* p, size_t count, const char* fn, const char* name) {
+  if (p == nullptr && count > 0) throwError(ternInvalidArgument, "%s: %s is NULL with count %zu", fn, name, count);
+}
+
+size_t checkedBytes(size_t count, size_t multiplier, ternDataType_t dt, const char* fn) {
+  if (!validDataType(dt)) throwError(ternInvalidArgument, "%s: invalid datatype %d", fn, static_cast<int>(dt));
+  size_t e = dataTypeSize(dt);
+  if (multiplier != 0 && count > std::numeric_limits<size_t>::max() / multiplier / e) {
+    throwError(ternInvalidArgument, "%s: count %zu overflows the size of the buffer", fn, count);
+  }
+  if (count > (std::numeric_limits<size_t>::max() >> 2) / e) {
+    throwError(ternInvalidArgument, "%s: count %zu overflows the size of the buffer", fn, count);
+  }
+  return count * e;
+}
+
+void checkOp(ternRedOp_t op, const char* fn) {
+  if (!validRedOp(op)) throwError(ternInvalidArgument, "%s: invalid reduction op %d", fn, static_cast<int>(op));
+}
+
+void checkRank(int r, int n, const char* fn, const char* what) {
+  if (r < 0 || r >= n) throwError(ternInvalidArgument, "%s: %s %d out of range [0, %d)", fn, what, r, n);
+}
+
+// Group state (per thread, as NCCL): operations recorded between GroupStart and GroupEnd.
+struct PendingGroupOp {
+  ternComm_t comm;
+  std::shared_ptr<Operation> op;
+};
+thread_local int groupDepth = 0;
+thread_local std::vector<PendingGroupOp> groupOps;
+
+// Submits op now (or records it in the open group); with request != NULL it is asynchronous.
+ternResult_t launch(ternComm_t comm, std::shared_ptr<Operation> op, ternRequest_t* request) {
+  Communicator& c = *comm->impl;
+  if (groupDepth > 0) {
+    if (request != nullptr) *request = nullptr;
+    // Consecutive point-to-point calls on one communicator merge into one batch that runs at GroupEnd.
+    if (op->args.coll == Collective::kPointToPoint && !groupOps.empty() && groupOps.back().comm == comm &&
+        groupOps.back().op->args.coll == Collective::kPointToPoint) {
+      auto& dst = groupOps.back().op->transfers;
+      dst.insert(dst.end(), op->transfers.begin(), op->transfers.end());
+    } else {
+      groupOps.push_back({comm, std::move(op)});
+    }
+    return ternSuccess;
+  }
+  c.enterCall();
+  struct Exit {
+    Communicator& c;
+    ~Exit() { c.exitCall(); }
+  } exitGuard{c};
+  if (request != nullptr) {
+    c.submit(op, false);
+    *request = new ternRequest{op, comm};
+    return ternSuccess;
+  }
+  c.submit(op, true);
+  if (op->result != ternSuccess) return record(op->result, op->error);
+  return ternSuccess;
+}
+
+std::shared_ptr<Operation> makeOp(Collective coll, const void* in, void* out, size_t count, ternDataType_t dt,
+                                  ternRedOp_t op, int root) {
+  auto o = std::make_shared<Operation>();
+  o->args.coll = coll;
+  o->args.count = count;
+  o->args.dtype = dt;
+  o->args.op = op;
+  o->args.root = root;
+  o->input = in;
+  o->output = out;
+  return o;
+}
+
+ternResult_t allReduce(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op, ternComm_t comm,
+                       ternRequest_t* req) {
+  return guarded([&] {
+    const char* fn = "ternAllReduce";
+    checkComm(comm, fn);
+    checkedBytes(count, 1, dt, fn);
+    checkOp(op, fn);
+    checkBuffer(s, count, fn, "sendbuff");
+    checkBuffer(r, count, fn, "recvbuff");
+    auto o = makeOp(Collective::kAllReduce, s, r, count, dt, op, 0);
+    o->args.inPlace = s == r;
+    return launch(comm, o, req);
+  });
+}
+
+ternResult_t allGather(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm, ternRequest_t* req) {
+  return guarded([&] {
+    const char* fn = "ternAllGather";
+    Communicator& c = checkComm(comm, fn);
+    size_t bytes = checkedBytes(count, c.size(), dt, fn);
+    checkBuffer(s, count, fn, "sendbuff");
+    checkBuffer(r, count, fn, "recvbuff");
+    auto o = makeOp(Collective::kAllGather, s, r, count, dt, ternSum, 0);
+    o->args.inPlace = s == static_cast<const char*>(r) + bytes * c.rank();
+    return launch(comm, o, req);
+  });
+}
+
+ternResult_t reduceScatter(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op, ternComm_t comm,
+                           ternRequest_t* req) {
+  return guarded([&] {
+    const char* fn = "ternReduceScatter";
+    Communicator& c = checkComm(comm, fn);
+    size_t bytes = checkedBytes(count, c.size(), dt, fn);
+    checkOp(op, fn);
+    checkBuffer(s, count, fn, "sendbuff");
+    checkBuffer(r, count, fn, "recvbuff");
+    auto o = makeOp(Collective::kReduceScatter, s, r, count, dt, op, 0);
+    o->args.inPlace = static_cast<const char*>(s) + bytes * c.rank() == r;
+    return launch(comm, o, req);
+  });
+}
+
+ternResult_t broadcast(const void* s, void* r, size_t count, ternDataType_t dt, int root, ternComm_t comm,
+                       ternRequest_t* req) {
+  return guarded([&] {
+    const char* fn = "ternBroadcast";
+    Communicator& c = checkComm(comm, fn);
+    checkedBytes(count, 1, dt, fn);
+    checkRank(root, c.size(), fn, "root");
+    if (c.rank() == root) checkBuffer(s, count, fn, "sendbuff");
+    checkBuffer(r, count, fn, "recvbuff");
+    auto o = makeOp(Collective::kBroadcast, s, r, count, dt, ternSum, root);
+    o->args.inPlace = s == r;
+    return launch(comm, o, req);
+  });
+}
+
+ternResult_t reduceRoot(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op, int root,
+                        ternComm_t comm, ternRequest_t* req) {
+  return guarded([&] {
+    const char* fn = "ternReduce";
+    Communicator& c = checkComm(comm, fn);
+    checkedBytes(count, 1, dt, fn);
+    checkOp(op, fn);
+    checkRank(root, c.size(), fn, "root");
+    checkBuffer(s, count, fn, "sendbuff");
+    if (c.rank() == root) checkBuffer(r, count, fn, "recvbuff");
+    auto o = makeOp(Collective::kReduce, s, c.rank() == root ? r : nullptr, count, dt, op, root);
+    o->args.inPlace = s == r && c.rank() == root;
+    return launch(comm, o, req);
+  });
+}
+
+ternResult_t alltoall(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm, ternRequest_t* req) {
+  return guarded([&] {
+    const char* fn = "ternAlltoAll";
+    Communicator& c = checkComm(comm, fn);
+    checkedBytes(count, c.size(), dt, fn);
+    checkBuffer(s, count, fn, "sendbuff");
+    checkBuffer(r, count, fn, "recvbuff");
+    auto o = makeOp(Collective::kAlltoAll, s, r, count, dt, ternSum, 0);
+    o->args.inPlace = s == r;
+    return launch(comm, o, req);
+  });
+}
+
+ternResult_t alltoallv(const void* s, const size_t sc[], const size_t sd[], void* r, const size_t rc[],
+                       const size_t rd[], ternDataType_t dt, ternComm_t comm, ternRequest_t* req) {
+  return guarded([&] {
+    const char* fn = "ternAlltoAllv";
+    Communicator& c = checkComm(comm, fn);
+    checkedBytes(0, 1, dt, fn);
+    if (sc == nullptr || sd == nullptr || rc == nullptr || rd == nullptr) {
+      throwError(ternInvalidArgument, "%s: counts/displacements arrays must not be NULL", fn);
+    }
+    auto o = makeOp(Collective::kAlltoAllv, s, r, 0, dt, ternSum, 0);
+    size_t n = static_cast<size_t>(c.size());
+    o->args.sendCounts.assign(sc, sc + n);
+    o->args.sendDispls.assign(sd, sd + n);
+    o->args.recvCounts.assign(rc, rc + n);
+    o->args.recvDispls.assign(rd, rd + n);
+    size_t sendTotal = 0, recvTotal = 0;
+    for (size_t i = 0; i < n; ++i) {
+      checkedBytes(sc[i], 1, dt, fn);
+      checkedBytes(rc[i], 1, dt, fn);
+      checkedBytes(sd[i], 1, dt, fn);
+      checkedBytes(rd[i], 1, dt, fn);
+      sendTotal += sc[i];
+      recvTotal += rc[i];
+    }
+    checkBuffer(s, sendTotal, fn, "sendbuff");
+    checkBuffer(r, recvTotal, fn, "recvbuff");
+    o->args.inPlace = s == r;
+    return launch(comm, o, req);
+  });
+}
+
+ternResult_t pointToPoint(bool isSend, const void* buf, size_t count, ternDataType_t dt, int peer, ternComm_t comm,
+                          ternRequest_t* req) {
+  return guarded([&] {
+    const char* fn = isSend ? "ternSend" : "ternRecv";
+    Communicator& c = checkComm(comm, fn);
+    size_t bytes = checkedBytes(count, 1, dt, fn);
+    checkRank(peer, c.size(), fn, "peer");
+    checkBuffer(buf, count, fn, isSend ? "sendbuff" : "recvbuff");
+    auto o = makeOp(Collective::kPointToPoint, nullptr, nullptr, count, dt, ternSum, 0);
+    o->transfers.push_back({isSend, peer, const_cast<void*>(buf), bytes});
+    return launch(comm, o, req);
+  });
+}
+
+ternResult_t barrier(ternComm_t comm, ternRequest_t* req) {
+  return guarded([&] {
+    checkComm(comm, "ternBarrier");
+    return launch(comm, makeOp(Collective::kBarrier, nullptr, nullptr, 0, ternUint8, ternSum, 0), req);
+  });
+}
+
+ternResult_t initRank(ternComm_t* comm, int nranks, const ternUniqueId& commId, int rank, ternConfig_t* config) {
+  return guarded([&] {
+    if (comm == nullptr) throwError(ternInvalidArgument, "ternCommInitRank: comm is NULL");
+    *comm = nullptr;
+    if (nranks < 1) throwError(ternInvalidArgument, "ternCommInitRank: nranks %d < 1", nranks);
+    checkRank(rank, nranks, "ternCommInitRank", "rank");
+    UniqueIdData id = UniqueIdData::unpack(commId);
+    CommOptions opts = resolveOptions(config);
+    auto impl = Communicator::create(nranks, id, rank, opts);
+    *comm = new ternComm{std::move(impl)};
+    return ternSuccess;
+  });
+}
+
+}  // namespace
+}  // namespace tern
+
+using namespace tern;
+
+TERN_API ternResult_t ternGetVersion(int* version) {
+  if (version == nullptr) return record(ternInvalidArgument, "ternGetVersion: version is NULL");
+  *version = TERN_VERSION_CODE;
+  return ternSuccess;
+}
+
+TERN_API const char* ternGetErrorString(ternResult_t r) {
+  switch (r) {
+    case ternSuccess:
+      return "no error";
+    case ternUnhandledCudaError:
+      return "unhandled cuda error";
+    case ternSystemError:
+      return "unhandled system error";
+    case ternInternalError:
+      return "internal error";
+    case ternInvalidArgument:
+      return "invalid argument";
+    case ternInvalidUsage:
+      return "invalid usage";
+    case ternRemoteError:
+      return "remote process exited or there was a network error";
+    case ternInProgress:
+      return "operation in progress";
+    case ternTimeout:
+      return "operation timed out";
+    default:
+      return "unknown result code";
+  }
+}
+
+TERN_API const char* ternGetLastError(ternComm_t comm) {
+  if (lastErrorMessage.empty() && comm != nullptr && comm->impl) {
+    static thread_local std::string commError;
+    commError = comm->impl->lastError();
+    return commError.c_str();
+  }
+  return lastErrorMessage.c_str();
+}
+
+TERN_API ternResult_t ternCommGetAsyncError(ternComm_t comm, ternResult_t* asyncError) {
+  return guarded([&] {
+    Communicator& c = checkComm(comm, "ternCommGetAsyncError");
+    if (asyncError == nullptr) throwError(ternInvalidArgument, "ternCommGetAsyncError: asyncError is NULL");
+    *asyncError = c.asyncError();
+    return ternSuccess;
+  });
+}
+
+TERN_API ternResult_t ternGetUniqueId(ternUniqueId* uniqueId) {
+  return guarded([&] {
+    if (uniqueId == nullptr) throwError(ternInvalidArgument, "ternGetUniqueId: uniqueId is NULL");
+    UniqueIdData id;
+    if (knobs().transport == "inproc") {
+      id.kind = RendezvousKind::kInproc;
+      id.secret = Secret::random();
+    } else {
+      id = createTcpUniqueId();
+    }
+    *uniqueId = id.pack();
+    return ternSuccess;
+  });
+}
+
+TERN_API ternResult_t ternCommInitRank(ternComm_t* comm, int nranks, ternUniqueId commId, int rank) {
+  return initRank(comm, nranks, commId, rank, nullptr);
+}
+
+TERN_API ternResult_t ternCommInitRankConfig(ternComm_t* comm, int nranks, ternUniqueId commId, int rank,
+                                             ternConfig_t* config) {
+  return initRank(comm, nranks, commId, rank, config);
+}
+
+TERN_API ternResult_t ternCommInitFromEnv(ternComm_t* comm, ternConfig_t* config) {
+  return guarded([&] {
+    if (comm == nullptr) throwError(ternInvalidArgument, "ternCommInitFromEnv: comm is NULL");
+    LaunchEnv env = readLaunchEnv();
+    UniqueIdData id;
+    id.kind = RendezvousKind::kTcp;
+    id.secret = env.secret;
+    id.setRootAddress(env.rootAddress);
+    if (env.rank == 0) {
+      SocketAddress bound;
+      Fd listener = listenOn(env.rootAddress, &bound);
+      startBootstrapRoot(std::move(listener), env.secret, env.size, knobs().timeoutSec);
+    }
+    TERN_LOG(kInfo, kInit, env.rank, "init from %s environment: rank %d of %d, root %s", env.launcher.c_str(),
+             env.rank, env.size, env.rootAddress.toString().c_str());
+    return initRank(comm, env.size, id.pack(), env.rank, config);
+  });
+}
+
+TERN_API ternResult_t ternCommSplit(ternComm_t comm, int color, int key, ternComm_t* newcomm, ternConfig_t* config) {
+  return guarded([&]() -> ternResult_t {
+    const char* fn = "ternCommSplit";
+    Communicator& c = checkComm(comm, fn);
+    if (newcomm == nullptr) throwError(ternInvalidArgument, "%s: newcomm is NULL", fn);
+    *newcomm = nullptr;
+    int n = c.size();
+    // 1. Everyone learns everyone's (color, key).
+    std::vector<int> mine = {color, key}, all(2 * n);
+    ternResult_t r = allGather(mine.data(), all.data(), 2, ternInt32, comm, nullptr);
+    if (r != ternSuccess) return r;
+    // 2. Members of each color sorted by (key, old rank); the first member makes the group's unique id.
+    std::vector<int> members;
+    for (int i = 0; i < n; ++i) {
+      if (color >= 0 && all[2 * i] == color) members.push_back(i);
+    }
+    std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
+    bool leader = !members.empty() && members[0] == c.rank();
+    ternUniqueId myId;
+    std::memset(&myId, 0, sizeof(myId));
+    if (leader) {
+      UniqueIdData id;
+      if (c.isInproc()) {
+        id.kind = RendezvousKind::kInproc;
+        id.secret = Secret::random();
+      } else {
+        id = createTcpUniqueId();
+      }
+      myId = id.pack();
+    }
+    // 3. Everyone learns the leaders' ids.
+    std::vector<ternUniqueId> ids(n);
+    r = allGather(&myId, ids.data(), sizeof(ternUniqueId), ternUint8, comm, nullptr);
+    if (r != ternSuccess) return r;
+    if (color < 0) return ternSuccess;
+    int newRank = static_cast<int>(std::find(members.begin(), members.end(), c.rank()) - members.begin());
+    ternConfig_t inherited = TERN_CONFIG_INITIALIZER;
+    inherited.timeoutMs = c.options().timeoutMs;
+    inherited.nSocketsPerPeer = c.options().socketsPerPeer;
+    inherited.algo = c.options().algo.c_str();
+    return initRank(newcomm, static_cast<int>(members.size()), ids[members[0]], newRank,
+                    config != nullptr ? config : &inherited);
+  });
+}
+
+TERN_API ternResult_t ternCommDestroy(ternComm_t comm) {
+  return guarded([&] {
+    if (comm == nullptr) return ternSuccess;
+    delete comm;
+    return ternSuccess;
+  });
+}
+
+TERN_API ternResult_t ternCommAbort(ternComm_t comm) {
+  return guarded([&] {
+    if (comm == nullptr) return ternSuccess;
+    if (comm->impl) comm->impl->abort(format("ternCommAbort called on rank %d", comm->impl->rank()));
+    delete comm;
+    return ternSuccess;
+  });
+}
+
+TERN_API ternResult_t ternCommCount(const ternComm_t comm, int* count) {
+  return guarded([&] {
+    Communicator& c = checkComm(comm, "ternCommCount");
+    if (count == nullptr) throwError(ternInvalidArgument, "ternCommCount: count is NULL");
+    *count = c.size();
+    return ternSuccess;
+  });
+}
+
+TERN_API ternResult_t ternCommUserRank(const ternComm_t comm, int* rank) {
+  return guarded([&] {
+    Communicator& c = checkComm(comm, "ternCommUserRank");
+    if (rank == nullptr) throwError(ternInvalidArgument, "ternCommUserRank: rank is NULL");
+    *rank = c.rank();
+    return ternSuccess;
+  });
+}
+
+TERN_API ternResult_t ternAllReduce(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
+                                    ternComm_t comm) {
+  return allReduce(s, r, count, dt, op, comm, nullptr);
+}
+TERN_API ternResult_t ternAllGather(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm) {
+  return allGather(s, r, count, dt, comm, nullptr);
+}
+TERN_API ternResult_t ternReduceScatter(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
+                                        ternComm_t comm) {
+  return reduceScatter(s, r, count, dt, op, comm, nullptr);
+}
+TERN_API ternResult_t ternBroadcast(const void* s, void* r, size_t count, ternDataType_t dt, int root,
+                                    ternComm_t comm) {
+  return broadcast(s, r, count, dt, root, comm, nullptr);
+}
+TERN_API ternResult_t ternReduce(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op, int root,
+                                 ternComm_t comm) {
+  return reduceRoot(s, r, count, dt, op, root, comm, nullptr);
+}
+TERN_API ternResult_t ternAlltoAll(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm) {
+  return alltoall(s, r, count, dt, comm, nullptr);
+}
+TERN_API ternResult_t ternAlltoAllv(const void* s, const size_t sc[], const size_t sd[], void* r, const size_t rc[],
+                                    const size_t rd[], ternDataType_t dt, ternComm_t comm) {
+  return alltoallv(s, sc, sd, r, rc, rd, dt, comm, nullptr);
+}
+TERN_API ternResult_t ternSend(const void* s, size_t count, ternDataType_t dt, int peer, ternComm_t comm) {
+  return pointToPoint(true, s, count, dt, peer, comm, nullptr);
+}
+TERN_API ternResult_t ternRecv(void* r, size_t count, ternDataType_t dt, int peer, ternComm_t comm) {
+  return pointToPoint(false, r, count, dt, peer, comm, nullptr);
+}
+TERN_API ternResult_t ternBarrier(ternComm_t comm) { return barrier(comm, nullptr); }
+
+TERN_API ternResult_t ternAllReduceAsync(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
+                                         ternComm_t comm, ternRequest_t* req) {
+  if (req == nullptr) return record(ternInvalidArgument, "ternAllReduceAsync: request is NULL");
+  return allReduce(s, r, count, dt, op, comm, req);
+}
+TERN_API ternResult_t ternAllGatherAsync(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm,
+                                         ternRequest_t* req) {
+  if (req == nullptr) return record(ternInvalidArgument, "ternAllGatherAsync: request is NULL");
+  return allGather(s, r, count, dt, comm, req);
+}
+TERN_API ternResult_t ternReduceScatterAsync(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
+                                             ternComm_t comm, ternRequest_t* req) {
+  if (req == nullptr) return record(ternInvalidArgument, "ternReduceScatterAsync: request is NULL");
+  return reduceScatter(s, r, count, dt, op, comm, req);
+}
+TERN_API ternResult_t ternBroadcastAsync(const void* s, void* r, size_t count, ternDataType_t dt, int root,
+                                         ternComm_t comm, ternRequest_t* req) {
+  if (req == nullptr) return record(ternInvalidArgument, "ternBroadcastAsync: request is NULL");
+  return broadcast(s, r, count, dt, root, comm, req);
+}
+TERN_API ternResult_t ternReduceAsync(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
+                                      int root, ternComm_t comm, ternRequest_t* req) {
+  if (req == nullptr) return record(ternInvalidArgument, "ternReduceAsync: request is NULL");
+  return reduceRoot(s, r, count, dt, op, root, comm, req);
+}
+TERN_API ternResult_t ternAlltoAllAsync(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm,
+                                        ternRequest_t* req) {
+  if (req == nullptr) return record(ternInvalidArgument, "ternAlltoAllAsync: request is NULL");
+  return alltoall(s, r, count, dt, comm, req);
+}
+TERN_API ternResult_t ternAlltoAllvAsync(const void* s, const size_t sc[], const size_t sd[], void* r,
+                                         const size_t rc[], const size_t rd[], ternDataType_t dt, ternComm_t comm,
+                                         ternRequest_t* req) {
+  if (req == nullptr) return record(ternInvalidArgument, "ternAlltoAllvAsync: request is NULL");
+  return alltoallv(s, sc, sd, r, rc, rd, dt, comm, req);
+}
+TERN_API ternResult_t ternSendAsync(const void* s, size_t count, ternDataType_t dt, int peer, ternComm_t comm,
+                                    ternRequest_t* req) {
+  if (req == nullptr) return record(ternInvalidArgument, "ternSendAsync: request is NULL");
+  return pointToPoint(true, s, count, dt, peer, comm, req);
+}
+TERN_API ternResult_t ternRecvAsync(void* r, size_t count, ternDataType_t dt, int peer, ternComm_t comm,
+                                    ternRequest_t* req) {
+  if (req == nullptr) return record(ternInvalidArgument, "ternRecvAsync: request is NULL");
+  return pointToPoint(false, r, count, dt, peer, comm, req);
+}
+TERN_API ternResult_t ternBarrierAsync(ternComm_t comm, ternRequest_t* req) {
+  if (req == nullptr) return record(ternInvalidArgument, "ternBarrierAsync: request is NULL");
+  return barrier(comm, req);
+}
+
+TERN_API ternResult_t ternWait(ternRequest_t request) {
+  if (request == nullptr) return record(ternInvalidArgument, "ternWait: request is NULL");
+  std::unique_ptr<ternRequest> owned(request);
+  owned->op->waitDone();
+  if (owned->op->result != ternSuccess) return record(owned->op->result, owned->op->error);
+  return ternSuccess;
+}
+
+TERN_API ternResult_t ternTest(ternRequest_t request, int* done) {
+  if (request == nullptr || done == nullptr) return record(ternInvalidArgument, "ternTest: request or done is NULL");
+  if (!request->op->isDone()) {
+    *done = 0;
+    return ternSuccess;
+  }
+  *done = 1;
+  return ternWait(request);
+}
+
+TERN_API ternResult_t ternGroupStart(void) {
+  ++groupDepth;
+  return ternSuccess;
+}
+
+TERN_API ternResult_t ternGroupEnd(void) {
+  if (groupDepth == 0) return record(ternInvalidUsage, "ternGroupEnd without ternGroupStart");
+  if (--groupDepth > 0) return ternSuccess;
+  std::vector<PendingGroupOp> ops;
+  ops.swap(groupOps);
+  if (ops.size() == 1) return guarded([&] { return launch(ops[0].comm, ops[0].op, nullptr); });
+  // Several communicators (e.g. one thread driving several ranks): start all, then wait for all, so that they can
+  // depend on each other.
+  std::vector<ternRequest_t> requests(ops.size(), nullptr);
+  ternResult_t first = ternSuccess;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    ternResult_t r = guarded([&] { return launch(ops[i].comm, ops[i].op, &requests[i]); });
+    if (r != ternSuccess && first == ternSuccess) first = r;
+  }
+  for (ternRequest_t req : requests) {
+    if (req == nullptr) continue;
+    ternResult_t r = ternWait(req);
+    if (r != ternSuccess && first == ternSuccess) first = r;
+  }
+  return first;
+}
+
+TERN_API ternResult_t ternQueryAlgorithm(ternComm_t comm, const char* collective, size_t count, ternDataType_t dt,
+                                         char* name, size_t nameLen, double* predictedUs) {
+  return guarded([&] {
+    Communicator& c = checkComm(comm, "ternQueryAlgorithm");
+    if (collective == nullptr) throwError(ternInvalidArgument, "ternQueryAlgorithm: collective is NULL");
+    bool ok = false;
+    CollArgs args;
+    args.coll = parseCollectiveName(collective, &ok);
+    if (!ok) throwError(ternInvalidArgument, "ternQueryAlgorithm: unknown collective '%s'", collective);
+    checkedBytes(count, c.size(), dt, "ternQueryAlgorithm");
+    args.count = count;
+    args.dtype = dt;
+    std::string algo = c.algorithmFor(args);
+    if (name != nullptr && nameLen > 0) {
+      std::snprintf(name, nameLen, "%s", algo.c_str());
+    }
+    if (predictedUs != nullptr) *predictedUs = 0.0;
+    return ternSuccess;
+  });
+}
+
+TERN_API const char* ternCommTransportName(ternComm_t comm) {
+  if (comm == nullptr || !comm->impl) return "";
+  return comm->impl->transportName();
+}

@@ -1,0 +1,299 @@
+#include "core/communicator.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/algo_choice.hpp"
+#include "core/bootstrap.hpp"
+#include "core/dtype.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "core/executor.hpp"
+#include "core/log.hpp"
+#include "transport/inproc/inproc_transport.hpp"
+#include "transport/tcp/tcp_transport.hpp"
+
+namespace tern {
+
+namespace {
+
+bool isFatal(ternResult_t code) { return code != ternInvalidArgument; }
+
+std::string cacheKey(const CollArgs& a, const std::string& algo) {
+  std::string k = format("%d/%zu/%d/%d/%d/%d/%s", static_cast<int>(a.coll), a.count, a.dtype, a.op, a.root,
+                         a.inPlace ? 1 : 0, algo.c_str());
+  for (const auto* v : {&a.sendCounts, &a.sendDispls, &a.recvCounts, &a.recvDispls}) {
+    k += '|';
+    for (size_t x : *v) k += std::to_string(x) + ',';
+  }
+  return k;
+}
+
+}  // namespace
+
+CommOptions resolveOptions(const ternConfig_t* config) {
+  CommOptions o;
+  const Knobs& k = knobs();
+  o.timeoutMs = k.timeoutSec * 1000;
+  o.socketsPerPeer = k.nSocketsPerPeer;
+  o.algo = k.algo;
+  if (config != nullptr) {
+    if (config->magic != TERN_CONFIG_MAGIC || config->size < offsetof(ternConfig_t, commName)) {
+      throwError(ternInvalidArgument, "config was not initialized with TERN_CONFIG_INITIALIZER");
+    }
+    if (config->timeoutMs != TERN_CONFIG_UNDEF_INT) {
+      if (config->timeoutMs <= 0) throwError(ternInvalidArgument, "config.timeoutMs must be > 0");
+      o.timeoutMs = config->timeoutMs;
+    }
+    if (config->nSocketsPerPeer != TERN_CONFIG_UNDEF_INT) o.socketsPerPeer = config->nSocketsPerPeer;
+    if (config->algo != nullptr) o.algo = config->algo;
+    if (config->size >= sizeof(ternConfig_t) && config->commName != nullptr) o.name = config->commName;
+  }
+  AlgoOverride::parse(o.algo);  // validate early: a bad TERN_ALGO fails init with a clear message
+  return o;
+}
+
+Communicator::Communicator(int rank, int nranks, const CommOptions& opts)
+    : rank_(rank), nranks_(nranks), options_(opts) {}
+
+std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdData& id, int rank,
+                                                   const CommOptions& opts) {
+  std::unique_ptr<Communicator> c(new Communicator(rank, nranks, opts));
+  auto deadline = Clock::now() + std::chrono::milliseconds(opts.timeoutMs);
+  if (id.kind == RendezvousKind::kInproc) {
+    c->inproc_ = true;
+    c->transport_ = InprocTransport::join(id.secret, rank, nranks);
+    c->hostIds_.assign(nranks, localHostId());
+  } else {
+    BootstrapResult boot = joinBootstrap(id, rank, nranks, localHostId(), deadline, &c->aborted_);
+    for (const auto& p : boot.peers) c->hostIds_.push_back(p.hostId);
+    c->transport_ = TcpTransport::connect(rank, nranks, boot, id.secret, opts.socketsPerPeer, deadline, &c->aborted_);
+  }
+  int version = TERN_VERSION_CODE;
+  TERN_LOG(kInfo, kInit, rank, "tern %d.%d.%d: communicator %s rank %d of %d ready, transport %s",
+           version / 10000, version / 100 % 100, version % 100, opts.name.empty() ? "" : opts.name.c_str(), rank,
+           nranks, c->transport_->name());
+  return c;
+}
+
+Communicator::~Communicator() {
+  {
+    std::unique_lock<std::mutex> lock(queueMutex_);
+    queueChanged_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    stopping_ = true;
+  }
+  queueChanged_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void Communicator::exitCall() {
+  if (activeCalls_.fetch_sub(1) == 1) {
+    std::lock_guard<std::mutex> lock(callsMutex_);
+    callsChanged_.notify_all();
+  }
+}
+
+void Communicator::submit(const std::shared_ptr<Operation>& op, bool blocking) {
+  std::unique_lock<std::mutex> lock(queueMutex_);
+  if (blocking && queue_.empty() && !busy_) {
+    busy_ = true;
+    lock.unlock();
+    execute(*op);
+    lock.lock();
+    busy_ = false;
+    lock.unlock();
+    queueChanged_.notify_all();
+    return;
+  }
+  queue_.push_back(op);
+  if (!worker_.joinable()) worker_ = std::thread(&Communicator::workerLoop, this);
+  lock.unlock();
+  queueChanged_.notify_all();
+  if (blocking) op->waitDone();
+}
+
+void Communicator::workerLoop() {
+  std::unique_lock<std::mutex> lock(queueMutex_);
+  for (;;) {
+    queueChanged_.wait(lock, [&] { return stopping_ || (!queue_.empty() && !busy_); });
+    if (queue_.empty()) {
+      if (stopping_) return;
+      continue;
+    }
+    std::shared_ptr<Operation> op = queue_.front();
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    execute(*op);
+    lock.lock();
+    busy_ = false;
+    queueChanged_.notify_all();
+  }
+}
+
+void Communicator::execute(Operation& op) {
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (failed_) {
+      op.finish(failure_, format("rank %d: communicator failed earlier: %s", rank_, lastError_.c_str()));
+      return;
+    }
+  }
+  try {
+    if (op.args.coll == Collective::kPointToPoint) {
+      runPointToPoint(op);
+    } else {
+      runCollective(op);
+    }
+    op.finish(ternSuccess, "");
+  } catch (const Error& e) {
+    if (isFatal(e.code())) fail(e.code(), e.what());
+    op.finish(e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    fail(ternSystemError, format("rank %d: out of memory in %s", rank_, collectiveName(op.args.coll)));
+    op.finish(ternSystemError, format("rank %d: out of memory in %s", rank_, collectiveName(op.args.coll)));
+  } catch (const std::exception& e) {
+    fail(ternInternalError, e.what());
+    op.finish(ternInternalError, e.what());
+  }
+}
+
+void Communicator::fail(ternResult_t code, const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (!failed_) {
+      failed_ = true;
+      failure_ = code;
+      lastError_ = message;
+    }
+  }
+  TERN_LOG(kWarn, kColl, rank_, "%s", message.c_str());
+  // Make every peer fail too instead of waiting for its timeout.
+  transport_->abort(message);
+}
+
+void Communicator::abort(const std::string& reason) {
+  aborted_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (!failed_) {
+      failed_ = true;
+      failure_ = ternRemoteError;
+      lastError_ = reason;
+    }
+  }
+  transport_->abort(reason);
+  // Calls in flight on other threads notice within one poll slice (100 ms); wait for them to leave.
+  std::unique_lock<std::mutex> lock(callsMutex_);
+  callsChanged_.wait_for(lock, std::chrono::seconds(5), [&] { return activeCalls_.load() == 0; });
+}
+
+ternResult_t Communicator::asyncError() {
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (failed_) return failure_;
+  }
+  std::lock_guard<std::mutex> lock(queueMutex_);
+  return (queue_.empty() && !busy_) ? ternSuccess : ternInProgress;
+}
+
+std::string Communicator::lastError() {
+  std::lock_guard<std::mutex> lock(errorMutex_);
+  return lastError_;
+}
+
+std::string Communicator::algorithmFor(const CollArgs& args) {
+  ChoiceContext ctx{nranks_, false};
+  for (const auto& h : hostIds_) ctx.multiHost |= (h != hostIds_[0]);
+  return chooseAlgorithm(args, ctx, AlgoOverride::parse(options_.algo)).name;
+}
+
+std::shared_ptr<const Schedule> Communicator::scheduleFor(const CollArgs& args) {
+  std::string algo = algorithmFor(args);
+  std::string key = cacheKey(args, algo);
+  auto it = scheduleCache_.find(key);
+  if (it != scheduleCache_.end()) return it->second;
+  BuildOptions bo;
+  if (knobs().chunkBytes > 0) bo.pipelineChunkBytes = static_cast<size_t>(knobs().chunkBytes);
+  // Host grouping: ranks with the same host id share a node.
+  std::map<std::string, int> hostIndex;
+  for (const auto& h : hostIds_) {
+    if (!hostIndex.count(h)) hostIndex.emplace(h, static_cast<int>(hostIndex.size()));
+    bo.hostOf.push_back(hostIndex[h]);
+  }
+  if (hostIndex.size() == 1) bo.hostOf.clear();
+  const AlgorithmInfo* info = findAlgorithm(args.coll, algo);
+  auto schedule = std::make_shared<const Schedule>(info->build(args, rank_, nranks_, bo));
+  TERN_LOG(kInfo, kTune, rank_, "%s count %zu %s: algorithm %s (%zu steps, %zu scratch bytes)",
+           collectiveName(args.coll), args.count, dataTypeName(args.dtype), algo.c_str(), schedule->steps.size(),
+           schedule->scratchBytes);
+  if (scheduleCache_.size() > 512) scheduleCache_.clear();
+  scheduleCache_.emplace(key, schedule);
+  return schedule;
+}
+
+void* Communicator::scratch(size_t bytes) {
+  if (bytes > scratchBytes_) {
+    size_t rounded = (bytes + 4095) & ~static_cast<size_t>(4095);
+    void* p = std::aligned_alloc(4096, rounded);
+    if (p == nullptr) throw std::bad_alloc();
+    scratch_ = std::unique_ptr<char[], void (*)(void*)>(static_cast<char*>(p), std::free);
+    scratchBytes_ = rounded;
+  }
+  return scratch_.get();
+}
+
+void Communicator::runCollective(Operation& op) {
+  std::shared_ptr<const Schedule> schedule = scheduleFor(op.args);
+  ExecBuffers buffers{op.input, op.output, scratch(schedule->scratchBytes)};
+  ExecContext ctx;
+  ctx.transport = transport_.get();
+  ctx.dtype = op.args.dtype;
+  ctx.op = op.args.op;
+  ctx.nranks = nranks_;
+  ctx.rank = rank_;
+  ctx.deadline = Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+  ctx.abortFlag = &aborted_;
+  ctx.what = collectiveName(op.args.coll);
+  executeSchedule(*schedule, buffers, ctx);
+}
+
+void Communicator::runPointToPoint(Operation& op) {
+  // Sends and receives to/from self pair up in order, by copy; everything else goes to the transport at once, so
+  // a group that sends to and receives from the same peer cannot deadlock.
+  std::vector<Transfer> transfers(op.transfers.size());
+  std::vector<const UserTransfer*> selfSends, selfRecvs;
+  size_t pending = 0;
+  for (size_t i = 0; i < op.transfers.size(); ++i) {
+    const UserTransfer& t = op.transfers[i];
+    if (t.peer == rank_) {
+      (t.isSend ? selfSends : selfRecvs).push_back(&t);
+      continue;
+    }
+    if (t.isSend) {
+      transport_->postSend(t.peer, t.data, t.bytes, &transfers[i]);
+    } else {
+      transport_->postRecv(t.peer, t.data, t.bytes, &transfers[i]);
+    }
+    ++pending;
+  }
+  if (selfSends.size() != selfRecvs.size()) {
+    throwError(ternInvalidUsage, "rank %d: %zu sends to self but %zu receives from self in one group", rank_,
+               selfSends.size(), selfRecvs.size());
+  }
+  for (size_t i = 0; i < selfSends.size(); ++i) {
+    if (selfSends[i]->bytes != selfRecvs[i]->bytes) {
+      throwError(ternInvalidUsage, "rank %d: send to self of %zu bytes matched a receive of %zu bytes", rank_,
+                 selfSends[i]->bytes, selfRecvs[i]->bytes);
+    }
+    if (selfSends[i]->bytes > 0) std::memmove(selfRecvs[i]->data, selfSends[i]->data, selfSends[i]->bytes);
+  }
+  auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+  while (pending > 0) {
+    if (aborted_.load()) throwError(ternRemoteError, "rank %d: send/recv aborted", rank_);
+    if (Clock::now() > deadline) throwError(ternTimeout, "rank %d: send/recv timed out (TERN_TIMEOUT)", rank_);
+    pending -= static_cast<size_t>(transport_->progress(100));
+  }
+}
+
+}  // namespace tern

@@ -1,0 +1,101 @@
+// The communicator: owns the transport connections to every peer, the schedule cache and scratch memory, and
+// runs operations in issue order.
+//
+// Progress model: a blocking call on an idle communicator runs on the calling thread (no hand-off latency). Async
+// calls, and any call issued while earlier async ones are still pending, go to a per-communicator worker thread
+// that is created on first use and sleeps on a condition variable when idle, so a 2-core machine pays nothing for
+// it unless overlap is actually used.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+#include "core/operation.hpp"
+#include "core/unique_id.hpp"
+#include "transport/transport.hpp"
+
+namespace tern {
+
+struct CommOptions {
+  int timeoutMs = 300000;
+  int socketsPerPeer = 2;
+  std::string algo;
+  std::string name;
+};
+
+CommOptions resolveOptions(const ternConfig_t* config);
+
+class Communicator {
+ public:
+  static std::unique_ptr<Communicator> create(int nranks, const UniqueIdData& id, int rank, const CommOptions& opts);
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int size() const { return nranks_; }
+  const std::vector<std::string>& hostIds() const { return hostIds_; }
+  const CommOptions& options() const { return options_; }
+  bool isInproc() const { return inproc_; }
+  const char* transportName() const { return transport_->name(); }
+
+  // Queues op (or runs it inline when possible). If blocking, returns after it finished.
+  void submit(const std::shared_ptr<Operation>& op, bool blocking);
+  // Aborts from any thread: wakes every wait, makes peers fail, waits for calls in progress to leave.
+  void abort(const std::string& reason);
+  ternResult_t asyncError();
+  std::string lastError();
+
+  // Bracket API calls so that abort-then-free waits for calls in flight.
+  void enterCall() { activeCalls_.fetch_add(1); }
+  void exitCall();
+
+  // The algorithm that will run for args (for logs and perf JSON).
+  std::string algorithmFor(const CollArgs& args);
+
+ private:
+  Communicator(int rank, int nranks, const CommOptions& opts);
+  void execute(Operation& op);
+  void runCollective(Operation& op);
+  void runPointToPoint(Operation& op);
+  std::shared_ptr<const Schedule> scheduleFor(const CollArgs& args);
+  void* scratch(size_t bytes);
+  void fail(ternResult_t code, const std::string& message);
+  void workerLoop();
+
+  int rank_;
+  int nranks_;
+  CommOptions options_;
+  bool inproc_ = false;
+  std::vector<std::string> hostIds_;
+  std::unique_ptr<Transport> transport_;
+  std::atomic<bool> aborted_{false};
+
+  std::map<std::string, std::shared_ptr<const Schedule>> scheduleCache_;
+  std::unique_ptr<char[], void (*)(void*)> scratch_{nullptr, nullptr};
+  size_t scratchBytes_ = 0;
+
+  std::mutex queueMutex_;
+  std::condition_variable queueChanged_;
+  std::deque<std::shared_ptr<Operation>> queue_;
+  bool busy_ = false;  // an op is executing (inline or on the worker)
+  bool stopping_ = false;
+  std::thread worker_;
+
+  std::mutex errorMutex_;
+  bool failed_ = false;
+  ternResult_t failure_ = ternSuccess;
+  std::string lastError_;
+
+  std::atomic<int> activeCalls_{0};
+  std::mutex callsMutex_;
+  std::condition_variable callsChanged_;
+};
+
+}  // namespace tern

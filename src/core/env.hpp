@@ -1,0 +1,31 @@
+// Every environment knob tern reads, declared in one place (as NCCL's param table). Read once per process; the
+// NCCL-ABI shim maps NCCL_* names onto these before first use.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace tern {
+
+// Raw lookup with the TERN_ prefix applied: envString("TIMEOUT") reads TERN_TIMEOUT.
+std::optional<std::string> envString(const char* nameWithoutPrefix);
+long envInt(const char* nameWithoutPrefix, long fallback);
+bool envFlag(const char* nameWithoutPrefix, bool fallback);
+
+struct Knobs {
+  std::string debugLevel;     // TERN_DEBUG: WARN | INFO | TRACE (default: errors and warnings only)
+  std::string debugSubsys;    // TERN_DEBUG_SUBSYS: comma list (INIT,NET,COLL,ALL), ^ to exclude
+  std::string debugFile;      // TERN_DEBUG_FILE: path with %h host and %p pid
+  int timeoutSec;             // TERN_TIMEOUT: every wait, seconds (default 300)
+  int nSocketsPerPeer;        // TERN_NSOCKS: TCP sockets per peer (default 2)
+  std::string socketIfname;   // TERN_SOCKET_IFNAME: NCCL syntax (prefix list, ^ exclude, = exact)
+  std::string transport;      // TERN_TRANSPORT: tcp | inproc (default tcp)
+  std::string algo;           // TERN_ALGO
+  std::string hostId;         // TERN_HOSTID: overrides hostname + boot id
+  bool shmDisable;            // TERN_SHM_DISABLE
+  long chunkBytes;            // TERN_CHUNK_BYTES: pipeline chunk (0 = per transport default)
+};
+
+const Knobs& knobs();
+
+}  // namespace tern

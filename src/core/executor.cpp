@@ -1,0 +1,165 @@
+#include "core/executor.hpp"
+
+#include <cstring>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "kernels/reduce.hpp"
+
+namespace tern {
+
+namespace {
+
+class Run {
+ public:
+  Run(const Schedule& s, const ExecBuffers& b, const ExecContext& ctx)
+      : s_(s), b_(b), ctx_(ctx), n_(s.steps.size()), remaining_(n_), dependents_(n_), transfers_(n_),
+        sendQueues_(ctx.nranks), recvQueues_(ctx.nranks), sendHead_(ctx.nranks, 0), recvHead_(ctx.nranks, 0),
+        ready_(n_, false) {
+    for (size_t i = 0; i < n_; ++i) {
+      const Step& st = s_.steps[i];
+      remaining_[i] = static_cast<uint32_t>(st.deps.size());
+      for (uint32_t d : st.deps) dependents_[d].push_back(static_cast<uint32_t>(i));
+      if (st.kind == StepKind::kSend) sendQueues_[st.peer].push_back(static_cast<uint32_t>(i));
+      if (st.kind == StepKind::kRecv) recvQueues_[st.peer].push_back(static_cast<uint32_t>(i));
+    }
+  }
+
+  void go() {
+    for (size_t i = 0; i < n_; ++i) {
+      if (remaining_[i] == 0) becomeReady(static_cast<uint32_t>(i));
+    }
+    drainLocal();
+    while (completed_ < n_) {
+      if (ctx_.abortFlag != nullptr && ctx_.abortFlag->load(std::memory_order_relaxed)) {
+        throwError(ternRemoteError, "rank %d: %s aborted", ctx_.rank, ctx_.what);
+      }
+      if (Clock::now() > ctx_.deadline) {
+        throwError(ternTimeout, "rank %d: %s timed out (TERN_TIMEOUT) with %zu of %zu steps done", ctx_.rank,
+                   ctx_.what, completed_, n_);
+      }
+      if (inFlight_.empty()) {
+        throwError(ternInternalError, "rank %d: %s schedule '%s' is stuck (%zu of %zu steps done)", ctx_.rank,
+                   ctx_.what, s_.algorithm.c_str(), completed_, n_);
+      }
+      int done = ctx_.transport->progress(100);
+      if (done > 0) reapTransfers();
+      drainLocal();
+    }
+  }
+
+ private:
+  char* ptr(const Span& sp) const {
+    char* base = nullptr;
+    switch (sp.buffer) {
+      case BufferId::kInput:
+        base = const_cast<char*>(static_cast<const char*>(b_.input));
+        break;
+      case BufferId::kOutput:
+        base = static_cast<char*>(b_.output);
+        break;
+      case BufferId::kScratch:
+        base = static_cast<char*>(b_.scratch);
+        break;
+    }
+    return base + sp.offset;
+  }
+
+  void becomeReady(uint32_t i) {
+    const Step& st = s_.steps[i];
+    ready_[i] = true;
+    if (st.kind == StepKind::kSend) {
+      postQueue(sendQueues_[st.peer], sendHead_[st.peer], true);
+    } else if (st.kind == StepKind::kRecv) {
+      postQueue(recvQueues_[st.peer], recvHead_[st.peer], false);
+    } else {
+      local_.push_back(i);
+    }
+  }
+
+  // Posts the ready prefix of one peer's queue, keeping FIFO order with the peer.
+  void postQueue(const std::vector<uint32_t>& q, size_t& head, bool isSend) {
+    while (head < q.size() && ready_[q[head]]) {
+      uint32_t i = q[head++];
+      const Step& st = s_.steps[i];
+      if (isSend) {
+        ctx_.transport->postSend(st.peer, ptr(st.src), st.src.bytes, &transfers_[i]);
+      } else {
+        ctx_.transport->postRecv(st.peer, ptr(st.dst), st.dst.bytes, &transfers_[i]);
+      }
+      inFlight_.push_back(i);
+    }
+  }
+
+  void runLocal(uint32_t i) {
+    const Step& st = s_.steps[i];
+    size_t esize = dataTypeSize(ctx_.dtype);
+    switch (st.kind) {
+      case StepKind::kReduce:
+        reduce(ptr(st.dst), ptr(st.src), ptr(st.src2), st.dst.bytes / esize, ctx_.dtype, ctx_.op);
+        break;
+      case StepKind::kCopy:
+        if (ptr(st.dst) != ptr(st.src) && st.dst.bytes > 0) std::memmove(ptr(st.dst), ptr(st.src), st.dst.bytes);
+        break;
+      case StepKind::kFinalize:
+        if (ctx_.op == ternAvg) finalizeAverage(ptr(st.dst), st.dst.bytes / esize, ctx_.dtype, ctx_.nranks);
+        break;
+      default:
+        break;
+    }
+  }
+
+  void complete(uint32_t i) {
+    ++completed_;
+    for (uint32_t d : dependents_[i]) {
+      if (--remaining_[d] == 0) becomeReady(d);
+    }
+  }
+
+  void drainLocal() {
+    while (!local_.empty()) {
+      uint32_t i = local_.back();
+      local_.pop_back();
+      runLocal(i);
+      complete(i);
+    }
+  }
+
+  void reapTransfers() {
+    size_t keep = 0;
+    std::vector<uint32_t> finished;
+    for (uint32_t i : inFlight_) {
+      if (transfers_[i].done) {
+        finished.push_back(i);
+      } else {
+        inFlight_[keep++] = i;
+      }
+    }
+    inFlight_.resize(keep);
+    for (uint32_t i : finished) complete(i);
+  }
+
+  const Schedule& s_;
+  const ExecBuffers& b_;
+  const ExecContext& ctx_;
+  size_t n_;
+  size_t completed_ = 0;
+  std::vector<uint32_t> remaining_;
+  std::vector<std::vector<uint32_t>> dependents_;
+  std::vector<Transfer> transfers_;
+  std::vector<std::vector<uint32_t>> sendQueues_, recvQueues_;
+  std::vector<size_t> sendHead_, recvHead_;
+  std::vector<bool> ready_;
+  std::vector<uint32_t> local_;
+  std::vector<uint32_t> inFlight_;
+};
+
+}  // namespace
+
+void executeSchedule(const Schedule& schedule, const ExecBuffers& buffers, const ExecContext& ctx) {
+  Run run(schedule, buffers, ctx);
+  run.go();
+}
+
+}  // namespace tern

@@ -1,0 +1,36 @@
+// Runs one rank's Schedule over a Transport: starts every step as soon as its dependencies have completed (and,
+// for transfers, as soon as the earlier transfers to/from the same peer were posted, so FIFO matching holds),
+// performs local steps (reduce, copy, finalize) on the calling thread, and drives the transport in between.
+// Waiting never spins: when nothing can advance the transport sleeps in poll/condvar; every wait checks the
+// deadline and the abort flag.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+
+#include "algorithms/schedule.hpp"
+#include "core/socket.hpp"
+#include "transport/transport.hpp"
+
+namespace tern {
+
+struct ExecBuffers {
+  const void* input = nullptr;
+  void* output = nullptr;
+  void* scratch = nullptr;
+};
+
+struct ExecContext {
+  Transport* transport = nullptr;
+  ternDataType_t dtype = ternFloat32;
+  ternRedOp_t op = ternSum;
+  int nranks = 1;  // divisor of avg
+  int rank = 0;    // for messages
+  Clock::time_point deadline;
+  const std::atomic<bool>* abortFlag = nullptr;
+  const char* what = "collective";  // for messages ("allreduce", ...)
+};
+
+void executeSchedule(const Schedule& schedule, const ExecBuffers& buffers, const ExecContext& ctx);
+
+}  // namespace tern

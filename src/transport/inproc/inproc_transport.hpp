@@ -1,0 +1,36 @@
+// In-process transport: N ranks as threads of one process, for fast unit tests of every algorithm and of the
+// communicator. A send is matched with the receive at the head of the same (src, dst) mailbox; whichever thread
+// completes the match copies the bytes (no intermediate buffer) and hands both completions to their owners, who
+// mark them done in their own progress() (so Transfer objects are only touched by their owning thread).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/unique_id.hpp"
+#include "transport/transport.hpp"
+
+namespace tern {
+
+class InprocGroup;
+
+class InprocTransport : public Transport {
+ public:
+  // Joins (creating on first use) the process-wide group named by the secret.
+  static std::unique_ptr<InprocTransport> join(const Secret& secret, int rank, int nranks);
+  ~InprocTransport() override;
+
+  const char* name() const override { return "inproc"; }
+  void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) override;
+  void postRecv(int peer, void* data, size_t bytes, Transfer* transfer) override;
+  int progress(int waitMs) override;
+  void abort(const std::string& reason) override;
+  bool sameHost(int) const override { return true; }
+
+ private:
+  InprocTransport(std::shared_ptr<InprocGroup> group, int rank) : group_(std::move(group)), rank_(rank) {}
+  std::shared_ptr<InprocGroup> group_;
+  int rank_;
+};
+
+}  // namespace tern

@@ -1,0 +1,86 @@
+// TCP transport: a full mesh of non-blocking sockets, several per peer (TERN_NSOCKS).
+//
+// Why several sockets: one TCP stream is bound by one core's copy rate in the kernel and by its congestion
+// window; striping a large message across sockets lets the kernel work on them in parallel and keeps the pipe
+// full while one socket's buffer drains. Small messages go whole on one socket (chosen by sequence number, so
+// both sides agree without negotiation). Every message part carries a small header (sequence, part index, sizes)
+// so that a mismatch between ranks' calls is reported as an error instead of corrupting data.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/bootstrap.hpp"
+#include "transport/transport.hpp"
+
+namespace tern {
+
+class TcpTransport : public Transport {
+ public:
+  // Connects this rank to every peer (lower ranks connect, higher ranks accept; connections presenting a wrong
+  // secret are dropped and logged).
+  static std::unique_ptr<TcpTransport> connect(int rank, int nranks, BootstrapResult& boot, const Secret& secret,
+                                               int socketsPerPeer, Clock::time_point deadline,
+                                               const std::atomic<bool>* abortFlag);
+  ~TcpTransport() override;
+
+  const char* name() const override { return "tcp"; }
+  void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) override;
+  void postRecv(int peer, void* data, size_t bytes, Transfer* transfer) override;
+  int progress(int waitMs) override;
+  void abort(const std::string& reason) override;
+  bool sameHost(int peer) const override { return sameHost_[peer]; }
+
+  struct Header {
+    uint64_t sequence;
+    uint32_t part;
+    uint32_t parts;
+    uint64_t totalBytes;
+    uint64_t partBytes;
+  };
+
+ private:
+  struct Part {
+    Transfer* owner;
+    char* data;
+    size_t bytes;
+    size_t done = 0;
+    Header header{};    // sends: what goes on the wire; receives: what we expect
+    Header received{};  // receives: what arrived
+    size_t headerDone = 0;
+  };
+  struct Channel {
+    int fd = -1;
+    int peer = -1;
+    std::deque<Part> sends;
+    std::deque<Part> recvs;
+  };
+
+  TcpTransport(int rank, int nranks, int socketsPerPeer);
+  void post(int peer, char* data, size_t bytes, Transfer* transfer, bool isSend);
+  int drive(Channel& c);
+  int driveSends(Channel& c);
+  int driveRecvs(Channel& c);
+  void throwIfAborted();
+  void checkHeader(const Channel& c, const Part& p) const;
+  [[noreturn]] void connectionLost(const Channel& c, const char* during, int err);
+
+  int rank_;
+  int nranks_;
+  int socketsPerPeer_;
+  std::vector<std::vector<Channel>> channels_;  // [peer][socket]
+  std::vector<uint64_t> sendSequence_;
+  std::vector<uint64_t> recvSequence_;
+  std::vector<std::string> peerAddress_;
+  std::vector<bool> sameHost_;
+  int wakeFd_ = -1;
+  std::atomic<bool> aborted_{false};
+  std::mutex abortMutex_;
+  std::string abortReason_;
+};
+
+}  // namespace tern
