@@ -147,6 +147,17 @@ ternResult_t ternCommCount(const ternComm_t comm, int* count);
 ternResult_t ternCommUserRank(const ternComm_t comm, int* rank);
 
 /* ---------------------------------------------------------------------------------------------------------------
+ * Memory
+ * ------------------------------------------------------------------------------------------------------------- */
+
+/** Allocates size bytes of shared-memory-backed host memory (like ncclMemAlloc). Collectives whose buffers come
+ * from here let same-host peers read them in place, skipping the copy into the shared staging area. Usable as
+ * ordinary memory everywhere. */
+ternResult_t ternMemAlloc(void** ptr, size_t size);
+/** Frees memory from ternMemAlloc. */
+ternResult_t ternMemFree(void* ptr);
+
+/* ---------------------------------------------------------------------------------------------------------------
  * Collectives. Buffers are host memory. count is in elements. In-place is sendbuff == recvbuff (for AllGather:
  * sendbuff == recvbuff + rank*count; for ReduceScatter: sendbuff + rank*recvcount == recvbuff also counts).
  * Every collective has an Async form that returns immediately with a request; complete it with ternWait/ternTest.

@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "tern/tern.h"
+#include "transport/shm/intra_node.hpp"
 #include "tern/tern_ext.h"
 
 #define TERN_API extern "C" __attribute__((visibility("default")))
@@ -443,6 +444,24 @@ TERN_API ternResult_t ternCommAbort(ternComm_t comm) {
     if (comm == nullptr) return ternSuccess;
     if (comm->impl) comm->impl->abort(format("ternCommAbort called on rank %d", comm->impl->rank()));
     delete comm;
+    return ternSuccess;
+  });
+}
+
+TERN_API ternResult_t ternMemAlloc(void** ptr, size_t size) {
+  return guarded([&] {
+    if (ptr == nullptr) throwError(ternInvalidArgument, "ternMemAlloc: ptr is NULL");
+    *ptr = nullptr;
+    if (size == 0) return ternSuccess;
+    *ptr = shmAlloc(size);
+    if (*ptr == nullptr) throwError(ternSystemError, "ternMemAlloc: cannot allocate %zu bytes", size);
+    return ternSuccess;
+  });
+}
+
+TERN_API ternResult_t ternMemFree(void* ptr) {
+  return guarded([&] {
+    if (ptr != nullptr) shmFree(ptr);
     return ternSuccess;
   });
 }

@@ -11,6 +11,7 @@
 #include "core/executor.hpp"
 #include "core/log.hpp"
 #include "transport/inproc/inproc_transport.hpp"
+#include "transport/routed_transport.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace tern {
@@ -62,17 +63,25 @@ std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdDat
   auto deadline = Clock::now() + std::chrono::milliseconds(opts.timeoutMs);
   if (id.kind == RendezvousKind::kInproc) {
     c->inproc_ = true;
-    c->transport_ = InprocTransport::join(id.secret, rank, nranks);
+    c->network_ = InprocTransport::join(id.secret, rank, nranks);
     c->hostIds_.assign(nranks, localHostId());
   } else {
     BootstrapResult boot = joinBootstrap(id, rank, nranks, localHostId(), deadline, &c->aborted_);
     for (const auto& p : boot.peers) c->hostIds_.push_back(p.hostId);
-    c->transport_ = TcpTransport::connect(rank, nranks, boot, id.secret, opts.socketsPerPeer, deadline, &c->aborted_);
+    auto tcp = TcpTransport::connect(rank, nranks, boot, id.secret, opts.socketsPerPeer, deadline, &c->aborted_);
+    IntraNodeSetup setup{rank, nranks, c->hostIds_, id.secret, opts.timeoutMs, tcp.get(), &c->aborted_};
+    c->network_ = std::move(tcp);
+    c->intraNode_ = createIntraNode(setup);
+  }
+  if (c->intraNode_ && c->intraNode_->transport() != nullptr) {
+    std::vector<bool> local(nranks);
+    for (int p = 0; p < nranks; ++p) local[p] = p != rank && c->hostIds_[p] == c->hostIds_[rank];
+    c->transport_ = std::make_unique<RoutedTransport>(c->network_.get(), c->intraNode_->transport(), local);
   }
   int version = TERN_VERSION_CODE;
   TERN_LOG(kInfo, kInit, rank, "tern %d.%d.%d: communicator %s rank %d of %d ready, transport %s",
            version / 10000, version / 100 % 100, version % 100, opts.name.empty() ? "" : opts.name.c_str(), rank,
-           nranks, c->transport_->name());
+           nranks, c->transportName());
   return c;
 }
 
@@ -169,7 +178,7 @@ void Communicator::fail(ternResult_t code, const std::string& message) {
   }
   TERN_LOG(kWarn, kColl, rank_, "%s", message.c_str());
   // Make every peer fail too instead of waiting for its timeout.
-  transport_->abort(message);
+  active().abort(message);
 }
 
 void Communicator::abort(const std::string& reason) {
@@ -182,7 +191,7 @@ void Communicator::abort(const std::string& reason) {
       lastError_ = reason;
     }
   }
-  transport_->abort(reason);
+  active().abort(reason);
   // Calls in flight on other threads notice within one poll slice (100 ms); wait for them to leave.
   std::unique_lock<std::mutex> lock(callsMutex_);
   callsChanged_.wait_for(lock, std::chrono::seconds(5), [&] { return activeCalls_.load() == 0; });
@@ -203,6 +212,10 @@ std::string Communicator::lastError() {
 }
 
 std::string Communicator::algorithmFor(const CollArgs& args) {
+  if (intraNode_) {
+    std::string direct = intraNode_->algorithmFor(args);
+    if (!direct.empty()) return direct;
+  }
   ChoiceContext ctx{nranks_, false};
   for (const auto& h : hostIds_) ctx.multiHost |= (h != hostIds_[0]);
   return chooseAlgorithm(args, ctx, AlgoOverride::parse(options_.algo)).name;
@@ -244,10 +257,8 @@ void* Communicator::scratch(size_t bytes) {
 }
 
 void Communicator::runCollective(Operation& op) {
-  std::shared_ptr<const Schedule> schedule = scheduleFor(op.args);
-  ExecBuffers buffers{op.input, op.output, scratch(schedule->scratchBytes)};
   ExecContext ctx;
-  ctx.transport = transport_.get();
+  ctx.transport = &active();
   ctx.dtype = op.args.dtype;
   ctx.op = op.args.op;
   ctx.nranks = nranks_;
@@ -255,6 +266,9 @@ void Communicator::runCollective(Operation& op) {
   ctx.deadline = Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
   ctx.abortFlag = &aborted_;
   ctx.what = collectiveName(op.args.coll);
+  if (intraNode_ && intraNode_->tryRun(op, ctx)) return;
+  std::shared_ptr<const Schedule> schedule = scheduleFor(op.args);
+  ExecBuffers buffers{op.input, op.output, scratch(schedule->scratchBytes)};
   executeSchedule(*schedule, buffers, ctx);
 }
 
@@ -271,9 +285,9 @@ void Communicator::runPointToPoint(Operation& op) {
       continue;
     }
     if (t.isSend) {
-      transport_->postSend(t.peer, t.data, t.bytes, &transfers[i]);
+      active().postSend(t.peer, t.data, t.bytes, &transfers[i]);
     } else {
-      transport_->postRecv(t.peer, t.data, t.bytes, &transfers[i]);
+      active().postRecv(t.peer, t.data, t.bytes, &transfers[i]);
     }
     ++pending;
   }
@@ -292,7 +306,7 @@ void Communicator::runPointToPoint(Operation& op) {
   while (pending > 0) {
     if (aborted_.load()) throwError(ternRemoteError, "rank %d: send/recv aborted", rank_);
     if (Clock::now() > deadline) throwError(ternTimeout, "rank %d: send/recv timed out (TERN_TIMEOUT)", rank_);
-    pending -= static_cast<size_t>(transport_->progress(100));
+    pending -= static_cast<size_t>(active().progress(100));
   }
 }
 

@@ -20,6 +20,7 @@
 #include "algorithms/schedule.hpp"
 #include "core/operation.hpp"
 #include "core/unique_id.hpp"
+#include "transport/shm/intra_node.hpp"
 #include "transport/transport.hpp"
 
 namespace tern {
@@ -43,7 +44,8 @@ class Communicator {
   const std::vector<std::string>& hostIds() const { return hostIds_; }
   const CommOptions& options() const { return options_; }
   bool isInproc() const { return inproc_; }
-  const char* transportName() const { return transport_->name(); }
+  const char* transportName() const { return transport_ ? transport_->name() : network_->name(); }
+  IntraNode* intraNode() { return intraNode_.get(); }
 
   // Queues op (or runs it inline when possible). If blocking, returns after it finished.
   void submit(const std::shared_ptr<Operation>& op, bool blocking);
@@ -68,13 +70,16 @@ class Communicator {
   void* scratch(size_t bytes);
   void fail(ternResult_t code, const std::string& message);
   void workerLoop();
+  Transport& active() { return transport_ ? *transport_ : *network_; }
 
   int rank_;
   int nranks_;
   CommOptions options_;
   bool inproc_ = false;
   std::vector<std::string> hostIds_;
-  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Transport> network_;    // tcp or inproc: reaches every peer
+  std::unique_ptr<IntraNode> intraNode_;  // same-host fast path, when there is one
+  std::unique_ptr<Transport> transport_;  // what schedules run on (network_, or routed over both)
   std::atomic<bool> aborted_{false};
 
   std::map<std::string, std::shared_ptr<const Schedule>> scheduleCache_;

@@ -39,6 +39,9 @@ class Transport {
   // (closes connections). Safe from any thread. reason appears in the errors.
   virtual void abort(const std::string& reason) = 0;
 
+  // True while any posted transfer has not completed (lets a composite transport sleep on the right one).
+  virtual bool hasPending() const = 0;
+
   // True when peer shares this rank's host (same host id): used to choose intra-node algorithms.
   virtual bool sameHost(int /*peer*/) const { return false; }
 };

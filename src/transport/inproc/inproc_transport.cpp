@@ -142,6 +142,7 @@ void InprocTransport::postSend(int peer, const void* data, size_t bytes, Transfe
   group_->throwIfAborted(rank_);
   transfer->done = false;
   transfer->bytes = bytes;
+  ++outstanding_;
   Mailbox& m = group_->mailbox(rank_, peer);
   {
     std::lock_guard<std::mutex> lock(m.mutex);
@@ -154,6 +155,7 @@ void InprocTransport::postRecv(int peer, void* data, size_t bytes, Transfer* tra
   group_->throwIfAborted(rank_);
   transfer->done = false;
   transfer->bytes = bytes;
+  ++outstanding_;
   Mailbox& m = group_->mailbox(peer, rank_);
   {
     std::lock_guard<std::mutex> lock(m.mutex);
@@ -174,6 +176,7 @@ int InprocTransport::progress(int waitMs) {
   }
   group_->throwIfAborted(rank_);
   for (Transfer* t : done) t->done = true;
+  outstanding_ -= done.size();
   return static_cast<int>(done.size());
 }
 

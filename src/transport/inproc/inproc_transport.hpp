@@ -26,11 +26,13 @@ class InprocTransport : public Transport {
   int progress(int waitMs) override;
   void abort(const std::string& reason) override;
   bool sameHost(int) const override { return true; }
+  bool hasPending() const override { return outstanding_ > 0; }
 
  private:
   InprocTransport(std::shared_ptr<InprocGroup> group, int rank) : group_(std::move(group)), rank_(rank) {}
   std::shared_ptr<InprocGroup> group_;
   int rank_;
+  size_t outstanding_ = 0;
 };
 
 }  // namespace tern

@@ -294,6 +294,27 @@ int TcpTransport::progress(int waitMs) {
   return completed;
 }
 
+bool TcpTransport::hasPending() const {
+  for (const auto& peer : channels_) {
+    for (const auto& c : peer) {
+      if (!c.sends.empty() || !c.recvs.empty()) return true;
+    }
+  }
+  return false;
+}
+
+bool TcpTransport::peerClosed(int peer) {
+  if (aborted_.load()) return true;
+  for (auto& c : channels_[peer]) {
+    if (c.fd < 0 || !c.recvs.empty()) continue;  // a pending receive would notice by itself
+    char byte;
+    ssize_t n = ::recv(c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) return true;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return true;
+  }
+  return false;
+}
+
 void TcpTransport::abort(const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(abortMutex_);

@@ -34,6 +34,10 @@ class TcpTransport : public Transport {
   int progress(int waitMs) override;
   void abort(const std::string& reason) override;
   bool sameHost(int peer) const override { return sameHost_[peer]; }
+  bool hasPending() const override;
+  // True if the peer's connections show end-of-file or an error without blocking: the liveness check that
+  // other transports (shared memory) use for peers they otherwise only meet through memory.
+  bool peerClosed(int peer);
 
   struct Header {
     uint64_t sequence;

@@ -1,0 +1,57 @@
+// The intra-node (same host) fast path: a shared-memory transport for point-to-point traffic between ranks on one
+// host, and "direct" collectives in which every rank reads its peers' buffers in shared memory instead of
+// exchanging messages. The communicator creates one per communicator after the TCP mesh is up (the TCP
+// connections carry the setup handshake and stay open as the liveness channel: a peer that dies closes them).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/executor.hpp"
+#include "core/operation.hpp"
+#include "core/unique_id.hpp"
+#include "transport/transport.hpp"
+
+namespace tern {
+
+class TcpTransport;
+
+struct IntraNodeSetup {
+  int rank = 0;
+  int nranks = 1;
+  std::vector<std::string> hostIds;  // per rank
+  Secret secret;                     // goes into segment names
+  int timeoutMs = 300000;
+  TcpTransport* tcp = nullptr;       // connected to every peer; for the handshake and liveness
+  const std::atomic<bool>* abortFlag = nullptr;
+};
+
+class IntraNode {
+ public:
+  virtual ~IntraNode() = default;
+
+  // Runs op with a direct shared-memory algorithm when it applies (e.g. every rank of the communicator is on this
+  // host and the collective/size is one it handles); returns false to let the schedule path run it.
+  virtual bool tryRun(Operation& op, const ExecContext& ctx) = 0;
+
+  // Transport for point-to-point traffic with same-host peers (FIFO semantics of transport.hpp), or nullptr.
+  virtual Transport* transport() = 0;
+
+  // Predicted time in seconds of the direct algorithm for this collective, or a negative value if it does not
+  // apply (the planner compares it with the schedule algorithms' cost).
+  virtual double predictSeconds(const CollArgs& args) const = 0;
+
+  // Name of the direct algorithm that tryRun would use for args ("" if none).
+  virtual std::string algorithmFor(const CollArgs& args) const = 0;
+};
+
+// Collective over the communicator: every rank calls it (ranks alone on their host too). Returns nullptr when
+// TERN_SHM_DISABLE=1 or no two ranks share a host.
+std::unique_ptr<IntraNode> createIntraNode(const IntraNodeSetup& setup);
+
+// Zero-copy registered buffers (ternMemAlloc / ternMemFree): shared-memory backed, mappable by peers.
+void* shmAlloc(size_t bytes);
+void shmFree(void* p);
+
+}  // namespace tern
