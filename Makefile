@@ -19,7 +19,7 @@ build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+	@cd $(BUILD) && TERN_SOCKET_IFNAME=lo ctest --output-on-failure -j $(JOBS) --timeout 600
 
 run: build
 	@bash perf/run_main.sh $(BUILD) $(NP)

@@ -132,7 +132,7 @@ TEST(Api, GroupedSendRecvToEachOtherDoesNotDeadlock) {
       }
       ASSERT_EQ(ternGroupEnd(), ternSuccess);
       for (int p = 0; p < n; ++p) {
-        EXPECT_EQ(in[p * count + 7], p * 1000 + static_cast<int32_t>((p * count + 7) % 1000)) << "from " << p;
+        EXPECT_EQ(in[p * count + 7], p * 1000 + static_cast<int32_t>((rank * count + 7) % 1000)) << "from " << p;
       }
     });
   }
@@ -193,9 +193,12 @@ TEST(Api, AbortFromAnotherThreadUnblocksAWaitingCallWithinASecond) {
     EXPECT_TRUE(returned.load());
     EXPECT_NE(result.load(), ternSuccess);
     EXPECT_LT(std::chrono::duration<double>(returnedAt - abortAt).count(), 1.0);
-    // The peer learns of it: its next operation fails instead of hanging.
+    // The peer learns of it: its operations fail instead of hanging. (The first may still complete: rank 0's
+    // aborted call had already sent its data, which rank 1 may legitimately consume.)
     float y = 1;
-    EXPECT_NE(ternAllReduce(&y, &y, 1, ternFloat32, ternSum, comms[1]), ternSuccess);
+    ternResult_t peer = ternSuccess;
+    for (int i = 0; i < 3 && peer == ternSuccess; ++i) peer = ternAllReduce(&y, &y, 1, ternFloat32, ternSum, comms[1]);
+    EXPECT_NE(peer, ternSuccess);
     EXPECT_NE(std::strlen(ternGetLastError(comms[1])), 0u);
     ternCommDestroy(comms[1]);
   }
