@@ -1,0 +1,132 @@
+#include "options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <string_view>
+
+#include "root_addr.hpp"
+
+namespace tern::run {
+namespace {
+
+// Printed under --help: users and rank programs both need the exact environment contract and exit codes.
+constexpr const char* kFooter = R"(
+Every rank gets the launcher's environment plus:
+  TERN_RANK=r              this process's rank, 0..N-1
+  TERN_WORLD_SIZE=N        number of ranks in the job
+  TERN_LOCAL_RANK=r        rank on this machine (equal to TERN_RANK: tern-run is single-machine)
+  TERN_LOCAL_SIZE=N        ranks on this machine (equal to TERN_WORLD_SIZE)
+  TERN_ROOT_ADDR=HOST:PORT where rank 0 listens (default 127.0.0.1 and a port that was free at launch)
+  TERN_SECRET=HEX          32 lowercase hex digits (128 random bits) shared by the job's ranks
+Children run in their own process groups with stdin on /dev/null. SIGINT, SIGTERM and SIGHUP sent to
+tern-run are forwarded to every rank's process group.
+
+If a rank exits non-zero or dies of a signal, tern-run reports it, sends SIGTERM to the other ranks,
+SIGKILL after --grace-ms, and exits with that rank's exit code (128+signal if it was killed).
+Exit codes: 0 all ranks succeeded; 2 bad usage; 124 --timeout expired; 1 launcher error.
+Example: tern-run -n 4 -x TERN_ALGO=ring build/bin/all_reduce_perf -b 8 -e 64M)";
+
+// The launcher owns these: a -x for one of them would silently break the job (every rank the same TERN_RANK).
+constexpr std::array<std::string_view, 6> kReservedNames = {"TERN_RANK",       "TERN_WORLD_SIZE", "TERN_LOCAL_RANK",
+                                                            "TERN_LOCAL_SIZE", "TERN_ROOT_ADDR",  "TERN_SECRET"};
+
+// CLI11's usage line cannot express "the rest is the program's command line"; say it ourselves.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* /*app*/, std::string name) const override {
+    return "Usage: " + name + " -n N [OPTIONS] PROGRAM [ARGS...]\n";
+  }
+};
+
+ParseOutcome UsageError(const std::string& message) {
+  std::fprintf(stderr, "tern-run: %s (see tern-run --help)\n", message.c_str());
+  return ParseOutcome{std::nullopt, kUsageExitCode};
+}
+
+bool IsValidEnvName(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ParseOutcome ParseOptions(int argc, char** argv) {
+  Options opts;
+  std::vector<std::string> env_specs;
+  std::optional<int> nprocs;
+
+  CLI::App app{"tern-run: start N ranks of a tern job on this machine and supervise them.", "tern-run"};
+  app.formatter(std::make_shared<HelpFormatter>());
+  app.footer(kFooter);
+  // option_text() replaces CLI11's generated "TYPE:CHECK" labels, which read poorly in --help.
+  app.add_option("-n,--nprocs", nprocs, "Number of ranks to start (required, at least 1)")->option_text("N");
+  app.add_option("--root-addr", opts.root_addr, "Address rank 0 listens on, exported as TERN_ROOT_ADDR")
+      ->option_text("HOST:PORT");
+  // allow_extra_args(false): each -x takes exactly one value, so `-x A=1 prog` does not swallow prog.
+  app.add_option("-x", env_specs, "Set an extra environment variable for every rank (repeatable)")
+      ->option_text("NAME=VALUE")
+      ->allow_extra_args(false);
+  // trigger_on_parse: the callbacks run in command-line order, so the last of the two flags wins.
+  app.add_flag_callback(
+         "--tag-output", [&opts] { opts.tag_output = true; },
+         "Prefix each output line with [rank] and write lines whole (the default)")
+      ->trigger_on_parse();
+  app.add_flag_callback(
+         "--no-tag-output", [&opts] { opts.tag_output = false; },
+         "Pass the ranks' output through byte for byte as it arrives")
+      ->trigger_on_parse();
+  app.add_option("--grace-ms", opts.grace_ms, "After SIGTERM, wait this long before SIGKILL (default 3000)")
+      ->option_text("MS")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--timeout", opts.timeout_s, "Terminate every rank and exit 124 after this long (default: none)")
+      ->option_text("SECONDS")
+      ->check(CLI::PositiveNumber);
+  // Everything from the first non-option on is the rank program's command line, options included.
+  app.prefix_command();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return ParseOutcome{std::nullopt, app.exit(e)};
+  } catch (const CLI::ParseError& e) {
+    return UsageError(e.what());
+  }
+
+  opts.command = app.remaining();
+  if (!opts.command.empty() && opts.command.front() == "--") {
+    opts.command.erase(opts.command.begin());
+  } else if (!opts.command.empty() && opts.command.front().starts_with("-")) {
+    return UsageError("unknown option " + opts.command.front());
+  }
+
+  if (!nprocs) return UsageError("missing -n N (number of ranks)");
+  if (*nprocs < 1) return UsageError("-n must be at least 1, got " + std::to_string(*nprocs));
+  opts.nprocs = *nprocs;
+  if (opts.command.empty()) return UsageError("missing program to run");
+  if (opts.root_addr && !IsValidRootAddr(*opts.root_addr)) {
+    return UsageError("--root-addr expects HOST:PORT with a port in 1..65535, got '" + *opts.root_addr + "'");
+  }
+
+  for (const std::string& spec : env_specs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos) return UsageError("-x expects NAME=VALUE, got '" + spec + "'");
+    std::string name = spec.substr(0, eq);
+    if (!IsValidEnvName(name)) return UsageError("-x: invalid variable name '" + name + "'");
+    for (std::string_view reserved : kReservedNames) {
+      if (name == reserved) {
+        return UsageError("-x cannot set " + name + ": tern-run sets it" +
+                          (name == "TERN_ROOT_ADDR" ? std::string(" (use --root-addr)") : std::string()));
+      }
+    }
+    opts.extra_env.emplace_back(std::move(name), spec.substr(eq + 1));
+  }
+  return ParseOutcome{std::move(opts), 0};
+}
+
+}  // namespace tern::run

@@ -1,0 +1,33 @@
+// Command line of tern-run: what the user asked for, validated, before anything is started.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tern::run {
+
+// Exit code for a bad command line (including a program that cannot be found), as with most Unix tools.
+inline constexpr int kUsageExitCode = 2;
+
+struct Options {
+  int nprocs = 0;
+  std::optional<std::string> root_addr;                        // HOST:PORT; unset means "find a free local port"
+  std::vector<std::pair<std::string, std::string>> extra_env;  // from -x NAME=VALUE, in command-line order
+  bool tag_output = true;
+  int grace_ms = 3000;
+  std::optional<double> timeout_s;
+  std::vector<std::string> command;  // program and its arguments, never empty once parsed
+};
+
+// Either parsed options, or the exit code tern-run must return right away (0 after --help, 2 after bad usage; the
+// message has already been printed).
+struct ParseOutcome {
+  std::optional<Options> options;
+  int exit_code = 0;
+};
+
+ParseOutcome ParseOptions(int argc, char** argv);
+
+}  // namespace tern::run
