@@ -9,6 +9,10 @@
 
 namespace tern {
 
+namespace compress {
+class Codec;
+}  // namespace compress
+
 enum class Collective { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAlltoAll, kAlltoAllv,
                         kPointToPoint, kBarrier, kCount };
 
@@ -47,6 +51,8 @@ struct BuildOptions {
   // Host index of every rank (ranks with the same value share a node). Empty means all on one host. Hierarchical
   // algorithms use it.
   std::vector<int> hostOf;
+  // Compressed collectives: the codec whose payload sizes the schedule is laid out for.
+  const compress::Codec* codec = nullptr;
 };
 
 }  // namespace tern

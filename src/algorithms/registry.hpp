@@ -31,5 +31,21 @@ Schedule buildChainReduce(const CollArgs&, int rank, int nranks, const BuildOpti
 Schedule buildPairwiseAlltoAll(const CollArgs&, int rank, int nranks, const BuildOptions&);
 Schedule buildPairwiseAlltoAllv(const CollArgs&, int rank, int nranks, const BuildOptions&);
 Schedule buildDisseminationBarrier(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildTreeAllReduce(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildDoubleTreeAllReduce(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildRecursiveDoublingAllReduce(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildRabenseifnerAllReduce(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildHierAllReduce(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildRecursiveDoublingAllGather(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildBruckAllGather(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildHierAllGather(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildRecursiveHalvingReduceScatter(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildHierReduceScatter(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildBinomialBroadcast(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildScatterAllGatherBroadcast(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildBinomialReduce(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildBruckAlltoAll(const CollArgs&, int rank, int nranks, const BuildOptions&);
+// Point-to-point groups (CollArgs::p2p): every send/receive posted at once; self-sends become copies.
+Schedule buildDirectPointToPoint(const CollArgs&, int rank, int nranks, const BuildOptions&);
 
 }  // namespace tern

@@ -32,6 +32,10 @@ enum class StepKind : uint8_t {
   kReduce,    // dst = src op src2 (element-wise, the collective's dtype and op)
   kCopy,      // dst = src (no-op when they are the same memory)
   kFinalize,  // dst = op's post-processing of dst (avg: divide by the collective's rank count)
+  // Compressed collectives (the executor holds the codec and the error-feedback states):
+  kEncode,  // dst (payload) = codec(src elements of the input dtype), using/updating error-feedback state `slot`
+  kDecode,  // dst (fp32) (+)= decode(src payload); accumulate selects += or =
+  kCast,    // dst (output dtype) = src (fp32), rounded to nearest even
 };
 
 struct Step {
@@ -41,6 +45,12 @@ struct Step {
   Span src;
   Span src2;
   std::vector<uint32_t> deps;
+  // kEncode/kDecode only: global index of the chunk's first element (error-feedback slice, RNG key), element
+  // count, which error-feedback state (0 worker, 1 server), and decode's accumulate flag.
+  uint64_t elementOffset = 0;
+  uint64_t elements = 0;
+  uint8_t slot = 0;
+  bool accumulate = false;
 };
 
 struct Schedule {
@@ -71,6 +81,25 @@ class ScheduleBuilder {
   }
   uint32_t finalize(Span dst, std::vector<uint32_t> deps = {}) {
     return add({StepKind::kFinalize, -1, dst, {}, {}, std::move(deps)});
+  }
+  uint32_t encode(Span payload, Span src, uint64_t elementOffset, uint64_t elements, uint8_t slot,
+                  std::vector<uint32_t> deps = {}) {
+    Step s{StepKind::kEncode, -1, payload, src, {}, std::move(deps)};
+    s.elementOffset = elementOffset;
+    s.elements = elements;
+    s.slot = slot;
+    return add(std::move(s));
+  }
+  uint32_t decode(Span dst, Span payload, uint64_t elements, bool accumulate, std::vector<uint32_t> deps = {}) {
+    Step s{StepKind::kDecode, -1, dst, payload, {}, std::move(deps)};
+    s.elements = elements;
+    s.accumulate = accumulate;
+    return add(std::move(s));
+  }
+  uint32_t cast(Span dst, Span src, uint64_t elements, std::vector<uint32_t> deps = {}) {
+    Step s{StepKind::kCast, -1, dst, src, {}, std::move(deps)};
+    s.elements = elements;
+    return add(std::move(s));
   }
   void needScratch(size_t bytes) {
     if (bytes > schedule_.scratchBytes) schedule_.scratchBytes = bytes;
