@@ -222,6 +222,56 @@ ternResult_t ternRecvAsync(void* recvbuff, size_t count, ternDataType_t datatype
                            ternRequest_t* request);
 ternResult_t ternBarrierAsync(ternComm_t comm, ternRequest_t* request);
 
+/* ---------------------------------------------------------------------------------------------------------------
+ * Compressed collectives. A compressor owns a codec and the error-feedback state of one tensor (what compression
+ * has not yet delivered is added to the next call's input, which is what makes 1-bit and Top-K compression
+ * converge like uncompressed SGD). Results are lossy but identical on every rank.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+/** Opaque compressor handle. */
+typedef struct ternCompressor* ternCompressor_t;
+
+/** Creates a compressor for a tensor of count elements of dtype (float32, float16 or bfloat16).
+ * method: "sign" (1 bit per element + a scale per chunk; params "rms" for DeepSpeed's RMS scale), "qsgd" (params
+ * "BITS[:BUCKET]", bits 2/4/8, default "4:512"), "topk" (params "RATIO[:exact|:sampled][:fp16]", default
+ * "0.01:sampled"), "fp16", "bf16". params may be NULL. The whole spec may also be given as method ("qsgd:8").
+ * For ternReduceScatterCompressed, count is the whole input (recvcount x ranks); for ternAllGatherCompressed, the
+ * per-rank block. */
+ternResult_t ternCompressorCreate(const char* method, const char* params, size_t count, ternDataType_t dtype,
+                                  ternCompressor_t* compressor);
+/** Frees a compressor (after the operations using it completed). */
+ternResult_t ternCompressorDestroy(ternCompressor_t compressor);
+/** Zeroes the error-feedback state. */
+ternResult_t ternCompressorReset(ternCompressor_t compressor);
+/** Sets the seed of stochastic rounding (QSGD) and sampling (Top-K); every rank must use the same seed. */
+ternResult_t ternCompressorSetSeed(ternCompressor_t compressor, uint64_t seed);
+/** Checkpoints the error-feedback state: with buffer NULL, writes the size needed to *bytes; else writes at most
+ * *bytes bytes and sets *bytes to the size written. */
+ternResult_t ternCompressorSave(ternCompressor_t compressor, void* buffer, size_t* bytes);
+/** Restores a checkpoint written by ternCompressorSave. */
+ternResult_t ternCompressorLoad(ternCompressor_t compressor, const void* buffer, size_t bytes);
+
+/** Compressed allreduce (op ternSum or ternAvg): two-phase (all-to-all of compressed chunks, reduce, re-compress,
+ * all-gather) for dense codecs, sparse all-gather for Top-K. */
+ternResult_t ternAllReduceCompressed(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype,
+                                     ternRedOp_t op, ternCompressor_t compressor, ternComm_t comm);
+/** Compressed all-gather: every rank's block is compressed once and decoded by everyone. */
+ternResult_t ternAllGatherCompressed(const void* sendbuff, void* recvbuff, size_t sendcount, ternDataType_t datatype,
+                                     ternCompressor_t compressor, ternComm_t comm);
+/** Compressed reduce-scatter (op ternSum or ternAvg). */
+ternResult_t ternReduceScatterCompressed(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                         ternDataType_t datatype, ternRedOp_t op, ternCompressor_t compressor,
+                                         ternComm_t comm);
+ternResult_t ternAllReduceCompressedAsync(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype,
+                                          ternRedOp_t op, ternCompressor_t compressor, ternComm_t comm,
+                                          ternRequest_t* request);
+ternResult_t ternAllGatherCompressedAsync(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                          ternDataType_t datatype, ternCompressor_t compressor, ternComm_t comm,
+                                          ternRequest_t* request);
+ternResult_t ternReduceScatterCompressedAsync(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                              ternDataType_t datatype, ternRedOp_t op, ternCompressor_t compressor,
+                                              ternComm_t comm, ternRequest_t* request);
+
 /** Blocks until the request completes (or fails, or times out), then releases it. */
 ternResult_t ternWait(ternRequest_t request);
 /** Sets *done to 1 and releases the request if it has completed (returning its result), else sets *done to 0 and

@@ -1,9 +1,17 @@
 #include "core/algo_choice.hpp"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "core/dtype.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
+#include "planner/calibration.hpp"
+#include "planner/cluster_spec.hpp"
+#include "planner/planner.hpp"
+#include "planner/units.hpp"
 
 namespace tern {
 
@@ -20,44 +28,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
     pos = next + 1;
   }
   return out;
-}
-
-size_t payloadBytes(const CollArgs& a, int nranks) {
-  size_t e = dataTypeSize(a.dtype);
-  switch (a.coll) {
-    case Collective::kAllGather:
-    case Collective::kReduceScatter:
-    case Collective::kAlltoAll:
-      return a.count * e * static_cast<size_t>(nranks);
-    default:
-      return a.count * e;
-  }
-}
-
-// Preference order when no cost model applies: latency-bound algorithms first for small messages, bandwidth
-// algorithms for large ones. The planner (cost model) replaces this where it has a topology.
-std::vector<const char*> defaultPreference(const CollArgs& args, const ChoiceContext& ctx) {
-  size_t bytes = payloadBytes(args, ctx.nranks);
-  switch (args.coll) {
-    case Collective::kAllReduce:
-      if (ctx.multiHost) return {"hier", "ring"};
-      return bytes <= 64 * 1024 ? std::vector<const char*>{"rd", "ring"} : std::vector<const char*>{"ring"};
-    case Collective::kAllGather:
-      return bytes <= 64 * 1024 ? std::vector<const char*>{"rd", "bruck", "ring"} : std::vector<const char*>{"ring"};
-    case Collective::kReduceScatter:
-      return {"ring"};
-    case Collective::kBroadcast:
-      return bytes <= 64 * 1024 ? std::vector<const char*>{"binomial", "chain"} : std::vector<const char*>{"chain"};
-    case Collective::kReduce:
-      return bytes <= 64 * 1024 ? std::vector<const char*>{"binomial", "chain"} : std::vector<const char*>{"chain"};
-    case Collective::kAlltoAll:
-    case Collective::kAlltoAllv:
-      return {"pairwise"};
-    case Collective::kBarrier:
-      return {"dissemination"};
-    default:
-      return {};
-  }
 }
 
 }  // namespace
@@ -129,18 +99,143 @@ bool AlgoOverride::excluded(Collective c, const std::string& name) const {
   return false;
 }
 
-const AlgorithmInfo& chooseAlgorithm(const CollArgs& args, const ChoiceContext& ctx, const AlgoOverride& override) {
-  std::string forced = override.forced(args.coll);
-  if (!forced.empty()) return *findAlgorithm(args.coll, forced);
-  for (const char* name : defaultPreference(args, ctx)) {
-    const AlgorithmInfo* a = findAlgorithm(args.coll, name);
-    if (a != nullptr && !override.excluded(args.coll, name)) return *a;
+namespace {
+
+// A planner for contexts that bring none: one per (host map, transport), shared by the process.
+std::shared_ptr<const planner::Planner> defaultPlanner(const ChoiceContext& ctx) {
+  std::vector<std::string> hostIds;
+  for (int r = 0; r < ctx.nranks; ++r) {
+    int h = 0;
+    if (!ctx.hostOf.empty()) {
+      h = r < static_cast<int>(ctx.hostOf.size()) ? ctx.hostOf[r] : 0;
+    } else if (ctx.multiHost) {
+      h = r;  // hosts unknown: assume the worst, every rank on its own
+    }
+    hostIds.push_back("host" + std::to_string(h));
   }
+  const bool shm = !knobs().shmDisable;
+  std::string key = shm ? "shm" : "tcp";
+  for (const std::string& h : hostIds) key += "/" + h;
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const planner::Planner>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() > 64) cache.clear();
+  auto p = makeCommPlanner(ctx.nranks, hostIds, shm);
+  cache.emplace(key, p);
+  return p;
+}
+
+const AlgorithmInfo* firstAllowed(Collective c, const AlgoOverride& override) {
   for (const AlgorithmInfo& a : algorithms()) {
-    if (a.collective == args.coll && !override.excluded(args.coll, a.name)) return a;
+    if (a.collective == c && !override.excluded(c, a.name)) return &a;
   }
-  throwError(ternInvalidUsage, "no algorithm available for %s (all excluded by TERN_ALGO?)",
-             collectiveName(args.coll));
+  return nullptr;
+}
+
+// The call's arguments scaled to another total size (the bucket's representative), for the direct path's estimate.
+CollArgs atBytes(const CollArgs& args, int nranks, double bytes) {
+  CollArgs a = planner::argsForBytes(args.coll, bytes, nranks, args.dtype);
+  a.op = args.op;
+  a.root = args.root;
+  a.inPlace = args.inPlace;
+  return a;
+}
+
+void logDecision(const CollArgs& args, const ChoiceContext& ctx, const planner::Planner::Ranking& ranking,
+                 const AlgoOverride& override, const std::string& directName, double directSeconds,
+                 const std::string& chosen) {
+  std::string list;
+  auto add = [&](const std::string& name, double seconds, const char* note) {
+    list += format("%s%s %s%s", list.empty() ? "" : ", ", name.c_str(), planner::formatTime(seconds).c_str(), note);
+  };
+  for (const planner::Estimate& e : ranking.ranked) {
+    if (!e.error.empty()) continue;
+    add(e.algorithm, e.seconds, override.excluded(args.coll, e.algorithm) ? " (excluded)" : "");
+  }
+  if (!directName.empty() && directSeconds >= 0) add(directName, directSeconds, " (direct)");
+  TERN_LOG(kInfo, kTune, ctx.rank, "%s %s%s on %d ranks: %s -> %s", collectiveName(args.coll),
+           planner::formatBytes(ranking.bytes).c_str(), ranking.bucket >= 0 ? " bucket" : "", ctx.nranks,
+           list.c_str(), chosen.c_str());
+}
+
+}  // namespace
+
+std::shared_ptr<const planner::Planner> makeCommPlanner(int nranks, const std::vector<std::string>& hostIds,
+                                                        bool shmTransport,
+                                                        std::shared_ptr<const topo::JobTopology> job) {
+  planner::PlannerConfig config;
+  if (job == nullptr) {
+    std::vector<std::string> ids = hostIds;
+    ids.resize(nranks, ids.empty() ? std::string("host") : ids.back());
+    job = std::make_shared<const topo::JobTopology>(planner::jobFromHostIds(ids));
+  }
+  config.job = std::move(job);
+  config.intra = shmTransport ? planner::IntraTransport::kShm : planner::IntraTransport::kLoopback;
+  config.params = planner::processCostParams();
+  if (knobs().chunkBytes > 0) config.pipelineChunkBytes = static_cast<size_t>(knobs().chunkBytes);
+  return std::make_shared<const planner::Planner>(std::move(config));
+}
+
+Choice chooseWithDirect(const CollArgs& args, const ChoiceContext& ctx, const AlgoOverride& override,
+                        const DirectOption& direct) {
+  Choice choice;
+  const std::string forced = override.forced(args.coll);
+  if (!forced.empty()) {
+    choice.info = findAlgorithm(args.coll, forced);
+    choice.name = forced;
+    choice.forced = true;
+    return choice;
+  }
+  const AlgorithmInfo* fallback = firstAllowed(args.coll, override);
+  if (fallback == nullptr) {
+    throwError(ternInvalidUsage, "no algorithm available for %s (all excluded by TERN_ALGO?)",
+               collectiveName(args.coll));
+  }
+  choice.info = fallback;
+  choice.name = fallback->name;
+  const bool priced = ctx.nranks > 1 && args.coll != Collective::kAlltoAllv &&
+                      args.coll != Collective::kPointToPoint && args.coll != Collective::kCount;
+  if (!priced) return choice;
+
+  std::shared_ptr<const planner::Planner> plan = ctx.planner ? ctx.planner : defaultPlanner(ctx);
+  bool fresh = false;
+  const auto ranking = plan->ranking(args.coll, planner::bytesOfArgs(args, ctx.nranks), args.dtype, &fresh);
+  for (const planner::Estimate& e : ranking->ranked) {
+    if (!e.error.empty() || e.seconds < 0 || override.excluded(args.coll, e.algorithm)) continue;
+    const AlgorithmInfo* info = findAlgorithm(args.coll, e.algorithm);
+    if (info == nullptr) continue;  // the planner's own direct-path estimate: the communicator brings its own
+    choice.info = info;
+    choice.name = e.algorithm;
+    choice.predictedSeconds = e.seconds;
+    break;
+  }
+  // The direct path competes at the same representative size, so the comparison is the same on every rank.
+  double directSeconds = -1;
+  if (!direct.name.empty() && direct.predictSeconds) {
+    directSeconds = direct.predictSeconds(atBytes(args, ctx.nranks, ranking->bytes));
+    if (directSeconds >= 0 && (choice.predictedSeconds < 0 || directSeconds <= choice.predictedSeconds)) {
+      choice.info = nullptr;
+      choice.name = direct.name;
+      choice.direct = true;
+      choice.predictedSeconds = directSeconds;
+    }
+  }
+  if (fresh) logDecision(args, ctx, *ranking, override, direct.name, directSeconds, choice.name);
+  return choice;
+}
+
+const AlgorithmInfo& chooseAlgorithm(const CollArgs& args, const ChoiceContext& ctx, const AlgoOverride& override) {
+  return *chooseWithDirect(args, ctx, override, DirectOption{}).info;
+}
+
+double predictSeconds(const CollArgs& args, const ChoiceContext& ctx, const std::string& algorithm) {
+  if (ctx.nranks <= 1) return 0;
+  if (findAlgorithm(args.coll, algorithm) == nullptr) return -1;
+  std::shared_ptr<const planner::Planner> plan = ctx.planner ? ctx.planner : defaultPlanner(ctx);
+  const planner::Estimate e = plan->estimate(args.coll, planner::bytesOfArgs(args, ctx.nranks), algorithm, args.dtype);
+  return e.error.empty() ? e.seconds : -1;
 }
 
 }  // namespace tern

@@ -1,13 +1,26 @@
 // Which algorithm runs a collective: the TERN_ALGO / config override first (NCCL syntax: "ring",
-// "allreduce:rhd;allgather:ring", "^tree" to exclude), then the planner's choice.
+// "allreduce:rhd;allgather:ring", "^tree" to exclude), then the cost model (src/planner): the cheapest candidate
+// for (collective, size, ranks, topology), optionally against the shared-memory direct path.
+//
+// Every rank must choose alike, or their schedules never match. The choice is a pure function of the topology
+// (identical on every rank), the cost parameters (TERN_TUNE_FILE: the same file everywhere), the override and the
+// size bucket of the call, so it is.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "algorithms/collective.hpp"
 #include "algorithms/registry.hpp"
+#include "topo/topology.hpp"
 
 namespace tern {
+
+namespace planner {
+class Planner;
+}  // namespace planner
 
 struct AlgoOverride {
   // Parses the spec; throws ternInvalidArgument naming the bad part.
@@ -27,10 +40,46 @@ struct AlgoOverride {
 struct ChoiceContext {
   int nranks = 1;
   bool multiHost = false;
+  int rank = 0;  // for log lines
+  // The communicator's planner (makeCommPlanner). Without one a process-wide default is used, built from hostOf
+  // (or, when multiHost is set without it, one host per rank) with the shm or loopback link class.
+  std::shared_ptr<const planner::Planner> planner = nullptr;
+  std::vector<int> hostOf = {};
 };
 
-// Picks the algorithm for args among the registered ones.
+// The intra-node direct path as a candidate: its name (IntraNode::algorithmFor, "" when it does not apply) and its
+// own estimate (IntraNode::predictSeconds: seconds, negative when it does not apply).
+struct DirectOption {
+  std::string name;
+  std::function<double(const CollArgs&)> predictSeconds;
+};
+
+struct Choice {
+  const AlgorithmInfo* info = nullptr;  // the schedule algorithm; nullptr when the direct path won
+  std::string name;
+  bool direct = false;
+  bool forced = false;            // TERN_ALGO named it
+  double predictedSeconds = -1;   // at the size bucket's representative size; -1 when not priced (forced)
+};
+
+// The full decision: override, cost model, and the direct path when given. Decisions are logged (TERN_DEBUG=INFO,
+// subsystem TUNE) once per (collective, size bucket), with every candidate's predicted time.
+Choice chooseWithDirect(const CollArgs& args, const ChoiceContext& ctx, const AlgoOverride& override,
+                        const DirectOption& direct);
+
+// Picks the schedule algorithm for args among the registered ones.
 const AlgorithmInfo& chooseAlgorithm(const CollArgs& args, const ChoiceContext& ctx, const AlgoOverride& override);
+
+// The cost model's time for args with a registered algorithm (exact size; memoized); -1 when it has none.
+double predictSeconds(const CollArgs& args, const ChoiceContext& ctx, const std::string& algorithm);
+
+// The planner for a communicator. job: the assembled topology (topo/assemble.hpp) when there is one; without it a
+// job is made up from the host ids (one package and one Ethernet NIC of unknown speed per host, CPU ranks).
+// shmTransport: same-host peers talk through shared memory (else TCP loopback). Parameters: processCostParams()
+// (TERN_TUNE_FILE); chunk size: TERN_CHUNK_BYTES or the builders' default. Throws for a bad TERN_TUNE_FILE.
+std::shared_ptr<const planner::Planner> makeCommPlanner(int nranks, const std::vector<std::string>& hostIds,
+                                                        bool shmTransport,
+                                                        std::shared_ptr<const topo::JobTopology> job = nullptr);
 
 Collective parseCollectiveName(const std::string& name, bool* ok);
 

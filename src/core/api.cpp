@@ -11,9 +11,11 @@
 #include "core/algo_choice.hpp"
 #include "core/bootstrap.hpp"
 #include "core/communicator.hpp"
+#include "core/compressor.hpp"
 #include "core/dtype.hpp"
 #include "core/env.hpp"
 #include "core/env_init.hpp"
+#include "compress/codec.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "tern/tern.h"
@@ -24,6 +26,10 @@
 
 struct ternComm {
   std::unique_ptr<tern::Communicator> impl;
+};
+
+struct ternCompressor {
+  std::unique_ptr<tern::Compressor> impl;
 };
 
 struct ternRequest {
@@ -145,8 +151,88 @@ ternResult_t allReduce(const void* s, void* r, size_t count, ternDataType_t dt, 
     checkOp(op, fn);
     checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
+    Communicator& c = *comm->impl;
     auto o = makeOp(Collective::kAllReduce, s, r, count, dt, op, 0);
     o->args.inPlace = s == r;
+    // TERN_COMPRESS: compress large float sum/avg allreduces of unmodified programs, one error-feedback state per
+    // (receive buffer, count, dtype), i.e. per gradient tensor of a training loop.
+    const Knobs& k = knobs();
+    if (!k.compress.empty() && (op == ternSum || op == ternAvg) && compress::codecInputTypeSupported(dt) &&
+        count * dataTypeSize(dt) >= static_cast<size_t>(k.compressMinBytes) && c.size() > 1) {
+      o->compressor = c.defaultCompressor(r, count, dt);
+    }
+    return launch(comm, o, req);
+  });
+}
+
+Compressor& checkCompressor(ternCompressor_t c, const char* fn) {
+  if (c == nullptr || !c->impl) throwError(ternInvalidArgument, "%s: compressor is NULL", fn);
+  return *c->impl;
+}
+
+void checkCompressedOp(ternRedOp_t op, const char* fn) {
+  if (op != ternSum && op != ternAvg) {
+    throwError(ternInvalidArgument, "%s: compressed reductions support sum and avg, not %s", fn,
+               validRedOp(op) ? redOpName(op) : "an invalid op");
+  }
+}
+
+void checkCompressorFits(const Compressor& c, size_t elements, ternDataType_t dt, const char* fn) {
+  if (c.count != elements || c.dtype != dt) {
+    throwError(ternInvalidArgument, "%s: compressor was created for %zu %s elements, the call has %zu %s", fn,
+               c.count, dataTypeName(c.dtype), elements, dataTypeName(dt));
+  }
+}
+
+ternResult_t allReduceCompressed(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
+                                 ternCompressor_t comp, ternComm_t comm, ternRequest_t* req) {
+  return guarded([&] {
+    const char* fn = "ternAllReduceCompressed";
+    checkComm(comm, fn);
+    checkedBytes(count, 1, dt, fn);
+    checkCompressedOp(op, fn);
+    Compressor& c = checkCompressor(comp, fn);
+    checkCompressorFits(c, count, dt, fn);
+    checkBuffer(s, count, fn, "sendbuff");
+    checkBuffer(r, count, fn, "recvbuff");
+    auto o = makeOp(Collective::kAllReduce, s, r, count, dt, op, 0);
+    o->args.inPlace = s == r;
+    o->compressor = &c;
+    return launch(comm, o, req);
+  });
+}
+
+ternResult_t allGatherCompressed(const void* s, void* r, size_t count, ternDataType_t dt, ternCompressor_t comp,
+                                 ternComm_t comm, ternRequest_t* req) {
+  return guarded([&] {
+    const char* fn = "ternAllGatherCompressed";
+    Communicator& cm = checkComm(comm, fn);
+    size_t bytes = checkedBytes(count, cm.size(), dt, fn);
+    Compressor& c = checkCompressor(comp, fn);
+    checkCompressorFits(c, count, dt, fn);
+    checkBuffer(s, count, fn, "sendbuff");
+    checkBuffer(r, count, fn, "recvbuff");
+    auto o = makeOp(Collective::kAllGather, s, r, count, dt, ternSum, 0);
+    o->args.inPlace = s == static_cast<const char*>(r) + bytes * cm.rank();
+    o->compressor = &c;
+    return launch(comm, o, req);
+  });
+}
+
+ternResult_t reduceScatterCompressed(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
+                                     ternCompressor_t comp, ternComm_t comm, ternRequest_t* req) {
+  return guarded([&] {
+    const char* fn = "ternReduceScatterCompressed";
+    Communicator& cm = checkComm(comm, fn);
+    size_t bytes = checkedBytes(count, cm.size(), dt, fn);
+    checkCompressedOp(op, fn);
+    Compressor& c = checkCompressor(comp, fn);
+    checkCompressorFits(c, count * cm.size(), dt, fn);
+    checkBuffer(s, count, fn, "sendbuff");
+    checkBuffer(r, count, fn, "recvbuff");
+    auto o = makeOp(Collective::kReduceScatter, s, r, count, dt, op, 0);
+    o->args.inPlace = static_cast<const char*>(s) + bytes * cm.rank() == r;
+    o->compressor = &c;
     return launch(comm, o, req);
   });
 }
@@ -638,4 +724,109 @@ TERN_API ternResult_t ternQueryAlgorithm(ternComm_t comm, const char* collective
 TERN_API const char* ternCommTransportName(ternComm_t comm) {
   if (comm == nullptr || !comm->impl) return "";
   return comm->impl->transportName();
+}
+
+TERN_API ternResult_t ternCompressorCreate(const char* method, const char* params, size_t count, ternDataType_t dt,
+                                           ternCompressor_t* compressor) {
+  return guarded([&] {
+    if (compressor == nullptr) throwError(ternInvalidArgument, "ternCompressorCreate: compressor is NULL");
+    *compressor = nullptr;
+    if (method == nullptr) throwError(ternInvalidArgument, "ternCompressorCreate: method is NULL");
+    checkedBytes(count, 1, dt, "ternCompressorCreate");
+    auto impl = Compressor::create(method, params, count, dt);
+    *compressor = new ternCompressor{std::move(impl)};
+    return ternSuccess;
+  });
+}
+
+TERN_API ternResult_t ternCompressorDestroy(ternCompressor_t compressor) {
+  delete compressor;
+  return ternSuccess;
+}
+
+TERN_API ternResult_t ternCompressorReset(ternCompressor_t compressor) {
+  return guarded([&] {
+    Compressor& c = checkCompressor(compressor, "ternCompressorReset");
+    c.worker.reset();
+    c.server.reset();
+    return ternSuccess;
+  });
+}
+
+TERN_API ternResult_t ternCompressorSetSeed(ternCompressor_t compressor, uint64_t seed) {
+  return guarded([&] {
+    checkCompressor(compressor, "ternCompressorSetSeed").seed = seed;
+    return ternSuccess;
+  });
+}
+
+TERN_API ternResult_t ternCompressorSave(ternCompressor_t compressor, void* buffer, size_t* bytes) {
+  return guarded([&] {
+    Compressor& c = checkCompressor(compressor, "ternCompressorSave");
+    if (bytes == nullptr) throwError(ternInvalidArgument, "ternCompressorSave: bytes is NULL");
+    // Layout: u64 step, u64 worker size, worker checkpoint, server checkpoint.
+    std::vector<uint8_t> w = c.worker.serialize(), sv = c.server.serialize();
+    size_t need = 16 + w.size() + sv.size();
+    if (buffer == nullptr) {
+      *bytes = need;
+      return ternSuccess;
+    }
+    if (*bytes < need) throwError(ternInvalidArgument, "ternCompressorSave: buffer of %zu bytes, need %zu", *bytes, need);
+    uint64_t header[2] = {c.step, w.size()};
+    auto* out = static_cast<uint8_t*>(buffer);
+    std::memcpy(out, header, 16);
+    std::memcpy(out + 16, w.data(), w.size());
+    std::memcpy(out + 16 + w.size(), sv.data(), sv.size());
+    *bytes = need;
+    return ternSuccess;
+  });
+}
+
+TERN_API ternResult_t ternCompressorLoad(ternCompressor_t compressor, const void* buffer, size_t bytes) {
+  return guarded([&] {
+    Compressor& c = checkCompressor(compressor, "ternCompressorLoad");
+    if (buffer == nullptr || bytes < 16) throwError(ternInvalidArgument, "ternCompressorLoad: truncated checkpoint");
+    uint64_t header[2];
+    std::memcpy(header, buffer, 16);
+    const auto* in = static_cast<const uint8_t*>(buffer);
+    if (header[1] > bytes - 16) throwError(ternInvalidArgument, "ternCompressorLoad: truncated checkpoint");
+    compress::ErrorFeedback w, sv;
+    w.deserialize({in + 16, static_cast<size_t>(header[1])});
+    sv.deserialize({in + 16 + header[1], bytes - 16 - static_cast<size_t>(header[1])});
+    if (w.size() != c.count) throwError(ternInvalidArgument, "ternCompressorLoad: checkpoint is for %zu elements, not %zu", w.size(), c.count);
+    c.worker = std::move(w);
+    c.server = std::move(sv);
+    c.step = header[0];
+    return ternSuccess;
+  });
+}
+
+TERN_API ternResult_t ternAllReduceCompressed(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
+                                              ternCompressor_t c, ternComm_t comm) {
+  return allReduceCompressed(s, r, count, dt, op, c, comm, nullptr);
+}
+TERN_API ternResult_t ternAllGatherCompressed(const void* s, void* r, size_t count, ternDataType_t dt,
+                                              ternCompressor_t c, ternComm_t comm) {
+  return allGatherCompressed(s, r, count, dt, c, comm, nullptr);
+}
+TERN_API ternResult_t ternReduceScatterCompressed(const void* s, void* r, size_t count, ternDataType_t dt,
+                                                  ternRedOp_t op, ternCompressor_t c, ternComm_t comm) {
+  return reduceScatterCompressed(s, r, count, dt, op, c, comm, nullptr);
+}
+TERN_API ternResult_t ternAllReduceCompressedAsync(const void* s, void* r, size_t count, ternDataType_t dt,
+                                                   ternRedOp_t op, ternCompressor_t c, ternComm_t comm,
+                                                   ternRequest_t* req) {
+  if (req == nullptr) return record(ternInvalidArgument, "ternAllReduceCompressedAsync: request is NULL");
+  return allReduceCompressed(s, r, count, dt, op, c, comm, req);
+}
+TERN_API ternResult_t ternAllGatherCompressedAsync(const void* s, void* r, size_t count, ternDataType_t dt,
+                                                   ternCompressor_t c, ternComm_t comm, ternRequest_t* req) {
+  if (req == nullptr) return record(ternInvalidArgument, "ternAllGatherCompressedAsync: request is NULL");
+  return allGatherCompressed(s, r, count, dt, c, comm, req);
+}
+TERN_API ternResult_t ternReduceScatterCompressedAsync(const void* s, void* r, size_t count, ternDataType_t dt,
+                                                       ternRedOp_t op, ternCompressor_t c, ternComm_t comm,
+                                                       ternRequest_t* req) {
+  if (req == nullptr) return record(ternInvalidArgument, "ternReduceScatterCompressedAsync: request is NULL");
+  return reduceScatterCompressed(s, r, count, dt, op, c, comm, req);
 }

@@ -3,7 +3,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "algorithms/compressed.hpp"
 #include "core/algo_choice.hpp"
+#include "core/compressor.hpp"
 #include "core/bootstrap.hpp"
 #include "core/dtype.hpp"
 #include "core/env.hpp"
@@ -256,7 +258,58 @@ void* Communicator::scratch(size_t bytes) {
   return scratch_.get();
 }
 
+Compressor* Communicator::defaultCompressor(const void* key, size_t count, ternDataType_t dtype) {
+  auto k = std::make_tuple(key, count, static_cast<int>(dtype));
+  auto it = defaultCompressors_.find(k);
+  if (it != defaultCompressors_.end()) return it->second.get();
+  auto c = Compressor::create(knobs().compress, nullptr, count, dtype);
+  Compressor* raw = c.get();
+  defaultCompressors_.emplace(k, std::move(c));
+  return raw;
+}
+
+void Communicator::runCompressed(Operation& op) {
+  Compressor& c = *op.compressor;
+  std::string key = cacheKey(op.args, std::string("compressed/") + c.codec->spec());
+  auto it = scheduleCache_.find(key);
+  std::shared_ptr<const Schedule> schedule;
+  if (it != scheduleCache_.end()) {
+    schedule = it->second;
+  } else {
+    BuildOptions bo;
+    bo.codec = c.codec.get();
+    schedule = std::make_shared<const Schedule>(buildCompressed(op.args, rank_, nranks_, bo));
+    TERN_LOG(kInfo, kCompress, rank_, "%s count %zu: %s with %s", collectiveName(op.args.coll), op.args.count,
+             schedule->algorithm.c_str(), c.codec->spec().c_str());
+    if (scheduleCache_.size() > 512) scheduleCache_.clear();
+    scheduleCache_.emplace(key, schedule);
+  }
+  if (op.args.coll == Collective::kAllReduce && c.server.size() != c.count) c.server.resize(c.count);
+  ExecContext ctx;
+  ctx.transport = &active();
+  ctx.dtype = ternFloat32;  // accumulation type of decoded payloads
+  ctx.op = op.args.op;
+  ctx.nranks = nranks_;
+  ctx.rank = rank_;
+  ctx.deadline = Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+  ctx.abortFlag = &aborted_;
+  ctx.what = collectiveName(op.args.coll);
+  ctx.codec = c.codec.get();
+  ctx.feedback[0] = &c.worker;
+  ctx.feedback[1] = &c.server;
+  ctx.seed = c.seed;
+  ctx.step = c.step++;
+  ctx.inputDtype = op.args.dtype;
+  ctx.outputDtype = op.args.dtype;
+  ExecBuffers buffers{op.input, op.output, scratch(schedule->scratchBytes)};
+  executeSchedule(*schedule, buffers, ctx);
+}
+
 void Communicator::runCollective(Operation& op) {
+  if (op.compressor != nullptr) {
+    runCompressed(op);
+    return;
+  }
   ExecContext ctx;
   ctx.transport = &active();
   ctx.dtype = op.args.dtype;

@@ -15,9 +15,11 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "algorithms/schedule.hpp"
+#include "core/compressor.hpp"
 #include "core/operation.hpp"
 #include "core/unique_id.hpp"
 #include "transport/shm/intra_node.hpp"
@@ -58,6 +60,10 @@ class Communicator {
   void enterCall() { activeCalls_.fetch_add(1); }
   void exitCall();
 
+  // Error-feedback state for compression by default (TERN_COMPRESS): one per (buffer, count, dtype), created on
+  // first use. Only the issuing thread touches it.
+  Compressor* defaultCompressor(const void* key, size_t count, ternDataType_t dtype);
+
   // The algorithm that will run for args (for logs and perf JSON).
   std::string algorithmFor(const CollArgs& args);
 
@@ -66,6 +72,7 @@ class Communicator {
   void execute(Operation& op);
   void runCollective(Operation& op);
   void runPointToPoint(Operation& op);
+  void runCompressed(Operation& op);
   std::shared_ptr<const Schedule> scheduleFor(const CollArgs& args);
   void* scratch(size_t bytes);
   void fail(ternResult_t code, const std::string& message);
@@ -97,6 +104,8 @@ class Communicator {
   bool failed_ = false;
   ternResult_t failure_ = ternSuccess;
   std::string lastError_;
+
+  std::map<std::tuple<const void*, size_t, int>, std::unique_ptr<Compressor>> defaultCompressors_;
 
   std::atomic<int> activeCalls_{0};
   std::mutex callsMutex_;

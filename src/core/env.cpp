@@ -40,6 +40,8 @@ const Knobs& knobs() {
     x.hostId = envString("HOSTID").value_or("");
     x.shmDisable = envFlag("SHM_DISABLE", false);
     x.chunkBytes = envInt("CHUNK_BYTES", 0);
+    x.compress = envString("COMPRESS").value_or("");
+    x.compressMinBytes = envInt("COMPRESS_MIN_BYTES", 64 * 1024);
     return x;
   }();
   return k;

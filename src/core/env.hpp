@@ -24,6 +24,8 @@ struct Knobs {
   std::string hostId;         // TERN_HOSTID: overrides hostname + boot id
   bool shmDisable;            // TERN_SHM_DISABLE
   long chunkBytes;            // TERN_CHUNK_BYTES: pipeline chunk (0 = per transport default)
+  std::string compress;       // TERN_COMPRESS: default codec for float allreduces (sign, qsgd:4, topk:0.01, bf16)
+  long compressMinBytes;      // TERN_COMPRESS_MIN_BYTES: smaller allreduces are not compressed (default 64 KiB)
 };
 
 const Knobs& knobs();

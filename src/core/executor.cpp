@@ -3,6 +3,8 @@
 #include <cstring>
 #include <vector>
 
+#include "compress/codec.hpp"
+#include "compress/error_feedback.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "kernels/reduce.hpp"
@@ -10,6 +12,23 @@
 namespace tern {
 
 namespace {
+
+// fp32 accumulator -> the collective's output type (compressed collectives on fp16/bf16 tensors).
+void castFromFloat(void* dst, const float* src, size_t n, ternDataType_t dt) {
+  switch (dt) {
+    case ternFloat32:
+      if (dst != src) std::memmove(dst, src, n * sizeof(float));
+      break;
+    case ternFloat16:
+      for (size_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = floatToHalf(src[i]);
+      break;
+    case ternBfloat16:
+      for (size_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = floatToBfloat16(src[i]);
+      break;
+    default:
+      throwError(ternInvalidArgument, "compressed collectives support float32, float16 and bfloat16 outputs");
+  }
+}
 
 class Run {
  public:
@@ -104,6 +123,25 @@ class Run {
         break;
       case StepKind::kFinalize:
         if (ctx_.op == ternAvg) finalizeAverage(ptr(st.dst), st.dst.bytes / esize, ctx_.dtype, ctx_.nranks);
+        break;
+      case StepKind::kEncode: {
+        compress::EncodeContext ec{ctx_.seed, ctx_.step, st.elementOffset};
+        compress::ErrorFeedback* ef = ctx_.feedback[st.slot];
+        if (ef != nullptr) {
+          ef->encode(*ctx_.codec, ptr(st.src), st.slot == 0 ? ctx_.inputDtype : ternFloat32, st.elements,
+                     ptr(st.dst), ec);
+        } else {
+          ctx_.codec->encode(ptr(st.src), st.slot == 0 ? ctx_.inputDtype : ternFloat32, st.elements, ptr(st.dst),
+                             ec);
+        }
+        break;
+      }
+      case StepKind::kDecode:
+        ctx_.codec->decode(ptr(st.src), st.src.bytes, st.elements, reinterpret_cast<float*>(ptr(st.dst)),
+                           st.accumulate);
+        break;
+      case StepKind::kCast:
+        castFromFloat(ptr(st.dst), reinterpret_cast<const float*>(ptr(st.src)), st.elements, ctx_.outputDtype);
         break;
       default:
         break;

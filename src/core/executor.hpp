@@ -14,6 +14,11 @@
 
 namespace tern {
 
+namespace compress {
+class Codec;
+class ErrorFeedback;
+}  // namespace compress
+
 struct ExecBuffers {
   const void* input = nullptr;
   void* output = nullptr;
@@ -29,6 +34,14 @@ struct ExecContext {
   Clock::time_point deadline;
   const std::atomic<bool>* abortFlag = nullptr;
   const char* what = "collective";  // for messages ("allreduce", ...)
+  // Compressed collectives: the codec, error-feedback states (worker, server) and RNG keys; the input dtype that
+  // kEncode reads and the output dtype kCast writes (ctx.dtype is then fp32, the accumulation type).
+  const compress::Codec* codec = nullptr;
+  compress::ErrorFeedback* feedback[2] = {nullptr, nullptr};
+  uint64_t seed = 0;
+  uint64_t step = 0;
+  ternDataType_t inputDtype = ternFloat32;
+  ternDataType_t outputDtype = ternFloat32;
 };
 
 void executeSchedule(const Schedule& schedule, const ExecBuffers& buffers, const ExecContext& ctx);
