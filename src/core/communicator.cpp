@@ -13,6 +13,7 @@
 #include "core/executor.hpp"
 #include "core/log.hpp"
 #include "transport/inproc/inproc_transport.hpp"
+#include "transport/network_factory.hpp"
 #include "transport/routed_transport.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
@@ -71,9 +72,19 @@ std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdDat
     BootstrapResult boot = joinBootstrap(id, rank, nranks, localHostId(), deadline, &c->aborted_);
     for (const auto& p : boot.peers) c->hostIds_.push_back(p.hostId);
     auto tcp = TcpTransport::connect(rank, nranks, boot, id.secret, opts.socketsPerPeer, deadline, &c->aborted_);
-    IntraNodeSetup setup{rank, nranks, c->hostIds_, id.secret, opts.timeoutMs, tcp.get(), &c->aborted_};
-    c->network_ = std::move(tcp);
-    c->intraNode_ = createIntraNode(setup);
+    const std::string& kind = knobs().transport;
+    if (kind == "ucx" || kind == "ibverbs") {
+      NetworkSetup ns{rank, nranks, tcp.get(), deadline, &c->aborted_, opts.timeoutMs};
+      c->network_ = kind == "ucx" ? createUcxTransport(ns) : createIbverbsTransport(ns);
+      c->control_ = std::move(tcp);  // stays open: liveness channel for the RDMA transport
+    } else {
+      if (!kind.empty() && kind != "tcp") {
+        throwError(ternInvalidArgument, "TERN_TRANSPORT=%s: expected tcp, ucx, ibverbs or inproc", kind.c_str());
+      }
+      IntraNodeSetup setup{rank, nranks, c->hostIds_, id.secret, opts.timeoutMs, tcp.get(), &c->aborted_};
+      c->network_ = std::move(tcp);
+      c->intraNode_ = createIntraNode(setup);
+    }
   }
   if (c->intraNode_ && c->intraNode_->transport() != nullptr) {
     std::vector<bool> local(nranks);

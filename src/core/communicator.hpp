@@ -84,7 +84,8 @@ class Communicator {
   CommOptions options_;
   bool inproc_ = false;
   std::vector<std::string> hostIds_;
-  std::unique_ptr<Transport> network_;    // tcp or inproc: reaches every peer
+  std::unique_ptr<Transport> control_;    // the TCP mesh when the data network is UCX/ibverbs (liveness)
+  std::unique_ptr<Transport> network_;    // tcp, ucx, ibverbs or inproc: reaches every peer
   std::unique_ptr<IntraNode> intraNode_;  // same-host fast path, when there is one
   std::unique_ptr<Transport> transport_;  // what schedules run on (network_, or routed over both)
   std::atomic<bool> aborted_{false};

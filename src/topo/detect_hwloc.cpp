@@ -1,0 +1,287 @@
+// Host detection and hwloc XML loading with hwloc (see detect.hpp for the model it builds).
+#ifdef TERN_HAVE_HWLOC
+
+#include <hwloc.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "core/error.hpp"
+#include "topo/detect.hpp"
+#include "topo/detect_util.hpp"
+#include "topo/host_id.hpp"
+#include "topo/nvml.hpp"
+#include "topo/sysfs.hpp"
+
+namespace tern::topo {
+
+namespace {
+
+struct TopologyDeleter {
+  void operator()(hwloc_topology* t) const { hwloc_topology_destroy(t); }
+};
+using TopologyPtr = std::unique_ptr<hwloc_topology, TopologyDeleter>;
+using PciAttr = hwloc_obj_attr_u::hwloc_pcidev_attr_s;  // nested in the attribute union, hence scoped in C++
+
+std::string busIdOf(const PciAttr& pci) { return format("%04x:%02x:%02x.%x", pci.domain, pci.bus, pci.dev, pci.func); }
+
+const char* info(hwloc_obj_t obj, const char* name) {
+  const char* v = hwloc_obj_get_info_by_name(obj, name);
+  return v != nullptr ? v : "";
+}
+
+int countInside(hwloc_topology_t topo, hwloc_const_cpuset_t set, hwloc_obj_type_t type) {
+  return set != nullptr ? hwloc_get_nbobjs_inside_cpuset_by_type(topo, set, type) : 0;
+}
+
+// Where a bridge sits decides what it is (see detect.hpp): right under a host bridge it is a root port, below a root
+// port or a downstream port it is a switch's upstream port, below an upstream port it is a downstream port.
+enum class PciLevel { kRootComplex, kBelowDownstreamPort, kInsideSwitch };
+
+class HwlocConverter {
+ public:
+  HwlocConverter(hwloc_topology_t topo, bool live) : topo_(topo), live_(live) {}
+
+  HostTopology convert() {
+    hwloc_obj_t root = hwloc_get_root_obj(topo_);
+    host_.hostname = info(root, "HostName");
+    addPackages();
+    addNumaNodes();
+    walkIo(root);
+    pruneEmptySwitches(host_);
+    completeHost(host_);
+    return std::move(host_);
+  }
+
+ private:
+  void addPackages() {
+    const int n = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_PACKAGE);
+    for (int i = 0; i < n; ++i) {
+      hwloc_obj_t obj = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_PACKAGE, i);
+      Node pkg;
+      pkg.type = NodeType::kPackage;
+      pkg.id = format("pkg%d", i);
+      pkg.parent = 0;
+      pkg.osIndex = static_cast<int>(obj->os_index);
+      pkg.vendor = info(obj, "CPUVendor");
+      pkg.name = info(obj, "CPUModel");
+      setCpuCounts(obj->cpuset, &pkg);
+      packages_.push_back({obj, host_.addNode(pkg)});
+    }
+    if (packages_.empty()) {
+      // Some platforms (VMs, ARM boards) expose no package: the whole machine is one.
+      hwloc_obj_t root = hwloc_get_root_obj(topo_);
+      Node pkg;
+      pkg.type = NodeType::kPackage;
+      pkg.id = "pkg0";
+      pkg.parent = 0;
+      pkg.osIndex = 0;
+      setCpuCounts(root->cpuset, &pkg);
+      packages_.push_back({root, host_.addNode(pkg)});
+    }
+  }
+
+  void addNumaNodes() {
+    const int n = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_NUMANODE);
+    for (int i = 0; i < n; ++i) {
+      hwloc_obj_t obj = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_NUMANODE, i);
+      Node numa;
+      numa.type = NodeType::kNuma;
+      numa.id = format("numa%d", i);
+      numa.parent = packageFor(obj);
+      numa.osIndex = static_cast<int>(obj->os_index);
+      numa.memoryBytes = obj->attr->numanode.local_memory;
+      setCpuCounts(obj->cpuset, &numa);
+      host_.addNode(numa);
+    }
+  }
+
+  void setCpuCounts(hwloc_const_cpuset_t set, Node* node) {
+    node->pus = countInside(topo_, set, HWLOC_OBJ_PU);
+    node->cores = countInside(topo_, set, HWLOC_OBJ_CORE);
+    if (node->cores == 0) node->cores = node->pus;  // platforms without core objects
+  }
+
+  // The package node an object (normal, memory or I/O) belongs to: the package among its ancestors, else the first
+  // package its CPUs intersect, else the first package.
+  int packageFor(hwloc_obj_t obj) {
+    hwloc_obj_t normal = obj->type == HWLOC_OBJ_NUMANODE ? obj->parent : hwloc_get_non_io_ancestor_obj(topo_, obj);
+    for (hwloc_obj_t o = normal; o != nullptr; o = o->parent) {
+      for (auto [pkgObj, node] : packages_) {
+        if (o == pkgObj) return node;
+      }
+    }
+    if (normal != nullptr && normal->cpuset != nullptr) {
+      for (auto [pkgObj, node] : packages_) {
+        if (pkgObj->cpuset != nullptr && hwloc_bitmap_intersects(pkgObj->cpuset, normal->cpuset)) return node;
+      }
+    }
+    return packages_[0].second;
+  }
+
+  // Visits the normal objects depth first and converts the I/O subtrees hanging off each.
+  void walkIo(hwloc_obj_t obj) {
+    for (hwloc_obj_t io = obj->io_first_child; io != nullptr; io = io->next_sibling) {
+      addIo(io, packageFor(io), PciLevel::kRootComplex);
+    }
+    for (unsigned i = 0; i < obj->arity; ++i) walkIo(obj->children[i]);
+  }
+
+  void addIo(hwloc_obj_t obj, int parent, PciLevel level) {
+    if (obj->type == HWLOC_OBJ_BRIDGE) {
+      if (obj->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST) {
+        for (hwloc_obj_t c = obj->io_first_child; c != nullptr; c = c->next_sibling) addIo(c, parent, level);
+        return;
+      }
+      if (level == PciLevel::kBelowDownstreamPort) {
+        const PciAttr& up = obj->attr->bridge.upstream.pci;
+        Node sw;
+        sw.type = NodeType::kPciSwitch;
+        sw.id = format("sw%d", switches_++);
+        sw.parent = parent;
+        sw.busId = busIdOf(up);
+        sw.name = info(obj, "PCIDevice");
+        const int node = host_.addNode(sw);
+        linkToParent(node, up.linkspeed);
+        for (hwloc_obj_t c = obj->io_first_child; c != nullptr; c = c->next_sibling) {
+          addIo(c, node, PciLevel::kInsideSwitch);
+        }
+        return;
+      }
+      // A root port or a switch's downstream port: part of its parent, not a node of its own.
+      for (hwloc_obj_t c = obj->io_first_child; c != nullptr; c = c->next_sibling) {
+        addIo(c, parent, PciLevel::kBelowDownstreamPort);
+      }
+      return;
+    }
+    if (obj->type == HWLOC_OBJ_PCI_DEVICE) addPciDevice(obj, parent);
+  }
+
+  void addPciDevice(hwloc_obj_t obj, int parent) {
+    const PciAttr& pci = obj->attr->pcidev;
+    const std::string busId = busIdOf(pci);
+    if (isNvidiaGpu(pci.vendor_id, pci.class_id)) {
+      Node gpu;
+      gpu.type = NodeType::kGpu;
+      gpu.parent = parent;
+      gpu.busId = busId;
+      gpu.name = info(obj, "PCIDevice");
+      if (gpu.name.empty()) gpu.name = format("NVIDIA GPU [10de:%04x]", pci.device_id);
+      // hwloc's CUDA/NVML plugins, when built in, name the GPU's OS devices cuda<N> / nvml<N>.
+      for (hwloc_obj_t c = obj->io_first_child; c != nullptr; c = c->next_sibling) {
+        if (c->name != nullptr && std::strncmp(c->name, "cuda", 4) == 0) gpu.osIndex = std::atoi(c->name + 4);
+      }
+      linkToParent(host_.addNode(gpu), pci.linkspeed);
+      return;
+    }
+    // A NIC is a PCI function the kernel drives as an RDMA device or a network interface; a card without a loaded
+    // driver is of no use to us.
+    std::vector<hwloc_obj_t> rdma, net;
+    for (hwloc_obj_t c = obj->io_first_child; c != nullptr; c = c->next_sibling) {
+      if (c->type != HWLOC_OBJ_OS_DEVICE || c->name == nullptr) continue;
+      if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) rdma.push_back(c);
+      if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK) net.push_back(c);
+    }
+    // PCI class 0x0207 is an InfiniBand network controller; older HCAs report 0x0c06 (InfiniBand serial bus).
+    const bool ibClass = pci.class_id == 0x0207 || pci.class_id == 0x0c06;
+    for (hwloc_obj_t dev : rdma) {
+      Node nic;
+      nic.type = NodeType::kNic;
+      nic.parent = parent;
+      nic.busId = busId;
+      nic.name = dev->name;
+      nic.port = 1;
+      nic.guid = info(dev, "NodeGUID");
+      nic.netKind = ibClass ? NetKind::kInfiniband : NetKind::kRoce;
+      if (!net.empty()) nic.netdev = net[0]->name;
+      if (live_) {
+        sysfs::RdmaPort port = sysfs::rdmaPort(nic.name, 1);
+        if (port.kind != NetKind::kUnknown) nic.netKind = port.kind;
+        nic.speedGbps = port.speedGbps;
+        if (!port.netdev.empty()) nic.netdev = port.netdev;
+        nic.gdr = sysfs::gpuDirectRdma();
+      }
+      linkToParent(host_.addNode(nic), pci.linkspeed);
+    }
+    if (!rdma.empty()) return;
+    for (hwloc_obj_t dev : net) {
+      Node nic;
+      nic.type = NodeType::kNic;
+      nic.parent = parent;
+      nic.busId = busId;
+      nic.name = dev->name;
+      nic.netdev = dev->name;
+      nic.netKind = NetKind::kEthernet;
+      if (live_) nic.speedGbps = sysfs::netdevSpeedGbps(nic.name);
+      linkToParent(host_.addNode(nic), pci.linkspeed);
+    }
+  }
+
+  // The PCIe link of a new node to its parent: generation and width from sysfs on a live system, else hwloc's raw
+  // link speed converted to a practical figure; 0 when neither is known (completeHost() then uses the default).
+  void linkToParent(int node, float rawGBs) {
+    Link l;
+    l.a = host_.nodes[node].parent;
+    l.b = node;
+    l.type = LinkType::kPcie;
+    if (live_ && sysfs::pcieLink(host_.nodes[node].busId, &l.pcieGen, &l.pcieWidth)) {
+      l.bandwidth = pcieBandwidth(l.pcieGen, l.pcieWidth);
+    } else {
+      l.pcieGen = l.pcieWidth = 0;
+      l.bandwidth = pcieBandwidthFromRaw(rawGBs);
+    }
+    host_.addLink(l);
+  }
+
+  hwloc_topology_t topo_;
+  bool live_;
+  HostTopology host_;
+  std::vector<std::pair<hwloc_obj_t, int>> packages_;  // hwloc package -> node index
+  int switches_ = 0;
+};
+
+TopologyPtr newTopology() {
+  hwloc_topology_t t = nullptr;
+  if (hwloc_topology_init(&t) != 0) throwSystemError("hwloc_topology_init");
+  TopologyPtr topo(t);
+  // The default filter drops every PCI device; KEEP_IMPORTANT keeps GPUs, NICs and the bridges above them.
+  hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  return topo;
+}
+
+}  // namespace
+
+HostTopology detectHost() {
+  TopologyPtr topo = newTopology();
+  // Count every online CPU, not only those this process's cgroup may use: the topology describes the hardware.
+  hwloc_topology_set_flags(topo.get(), HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+  if (hwloc_topology_load(topo.get()) != 0) throwSystemError("hwloc_topology_load");
+  HostTopology host = HwlocConverter(topo.get(), /*live=*/true).convert();
+  host.id = hostId();
+  host.hostname = hostName();
+  addNvmlInfo(host);
+  canonicalizeDevices(host);
+  completeHost(host);
+  return host;
+}
+
+HostTopology loadHwlocXml(const std::string& path) {
+  TopologyPtr topo = newTopology();
+  if (hwloc_topology_set_xml(topo.get(), path.c_str()) != 0) {
+    throwError(ternInvalidArgument, "%s: hwloc cannot read it as an XML topology (%s)", path.c_str(),
+               std::strerror(errno));
+  }
+  if (hwloc_topology_load(topo.get()) != 0) {
+    throwError(ternInvalidArgument, "%s: hwloc rejected the XML topology (%s)", path.c_str(), std::strerror(errno));
+  }
+  HostTopology host = HwlocConverter(topo.get(), /*live=*/false).convert();
+  host.id = host.hostname.empty() ? baseName(path) : host.hostname;
+  canonicalizeDevices(host);
+  completeHost(host);
+  return host;
+}
+
+}  // namespace tern::topo
+
+#endif  // TERN_HAVE_HWLOC

@@ -1,0 +1,24 @@
+#include "topo/host_id.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+namespace tern::topo {
+
+std::string hostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
+std::string hostId() {
+  if (const char* env = std::getenv(kHostIdEnv); env != nullptr && env[0] != '\0') return env;
+  std::string bootId;
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::getline(in, bootId);
+  return bootId.empty() ? hostName() : hostName() + ":" + bootId;
+}
+
+}  // namespace tern::topo
