@@ -1,0 +1,86 @@
+#include "compress/error_feedback.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace tern::compress {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "checkpoint format assumes a little-endian host");
+
+constexpr char kMagic[6] = {'T', 'E', 'R', 'N', 'E', 'F'};
+constexpr uint16_t kVersion = 1;
+constexpr size_t kHeaderBytes = sizeof kMagic + sizeof(uint16_t) + sizeof(uint64_t);
+
+uint64_t fnv1a(const uint8_t* data, size_t size) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < size; ++i) {
+    h ^= data[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+void ErrorFeedback::reset() { std::fill(residual_.begin(), residual_.end(), 0.0f); }
+
+void ErrorFeedback::resize(size_t n) { residual_.assign(n, 0.0f); }
+
+size_t ErrorFeedback::encode(const Codec& codec, const void* in, ternDataType_t dtype, size_t count, void* payload,
+                             const EncodeContext& ctx) {
+  if (ctx.offset > residual_.size() || count > residual_.size() - ctx.offset) {
+    throwError(ternInvalidArgument,
+               "error feedback: chunk [%llu, %llu) is outside the tensor of %zu elements (codec %s)",
+               static_cast<unsigned long long>(ctx.offset), static_cast<unsigned long long>(ctx.offset + count),
+               residual_.size(), codec.spec().c_str());
+  }
+  return codec.encode(in, dtype, count, payload, ctx, residual_.data() + ctx.offset);
+}
+
+std::vector<uint8_t> ErrorFeedback::serialize() const {
+  const size_t valueBytes = residual_.size() * sizeof(float);
+  std::vector<uint8_t> out(kHeaderBytes + valueBytes + sizeof(uint64_t));
+  uint8_t* p = out.data();
+  std::memcpy(p, kMagic, sizeof kMagic);
+  std::memcpy(p + sizeof kMagic, &kVersion, sizeof kVersion);
+  uint64_t n = residual_.size();
+  std::memcpy(p + sizeof kMagic + sizeof kVersion, &n, sizeof n);
+  if (valueBytes > 0) std::memcpy(p + kHeaderBytes, residual_.data(), valueBytes);
+  uint64_t sum = fnv1a(p + kHeaderBytes, valueBytes);
+  std::memcpy(p + kHeaderBytes + valueBytes, &sum, sizeof sum);
+  return out;
+}
+
+void ErrorFeedback::deserialize(std::span<const uint8_t> bytes) {
+  if (bytes.size() < kHeaderBytes + sizeof(uint64_t) || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+    throwError(ternInvalidArgument, "error feedback checkpoint: not a tern residual (%zu bytes, bad magic or size)",
+               bytes.size());
+  }
+  uint16_t version;
+  uint64_t n;
+  std::memcpy(&version, bytes.data() + sizeof kMagic, sizeof version);
+  std::memcpy(&n, bytes.data() + sizeof kMagic + sizeof version, sizeof n);
+  if (version != kVersion) {
+    throwError(ternInvalidArgument, "error feedback checkpoint: version %u is not supported (expected %u)", version,
+               kVersion);
+  }
+  const size_t payload = bytes.size() - kHeaderBytes - sizeof(uint64_t);
+  if (n > payload / sizeof(float) || n * sizeof(float) != payload) {
+    throwError(ternInvalidArgument, "error feedback checkpoint: %zu bytes of values do not hold %llu elements", payload,
+               static_cast<unsigned long long>(n));
+  }
+  uint64_t sum;
+  std::memcpy(&sum, bytes.data() + kHeaderBytes + payload, sizeof sum);
+  if (sum != fnv1a(bytes.data() + kHeaderBytes, payload)) {
+    throwError(ternInvalidArgument, "error feedback checkpoint: checksum mismatch (corrupted data)");
+  }
+  std::vector<float> values(n);
+  if (payload > 0) std::memcpy(values.data(), bytes.data() + kHeaderBytes, payload);
+  residual_ = std::move(values);
+}
+
+}  // namespace tern::compress
