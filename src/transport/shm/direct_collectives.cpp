@@ -1,0 +1,183 @@
+#include "transport/shm/direct_collectives.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "transport/shm/stream_copy.hpp"
+
+namespace tern::shm {
+
+namespace {
+
+std::atomic<ZeroCopyMode> gZeroCopyMode{ZeroCopyMode::kAuto};
+
+// Bytes of the input and output buffers of a rank, for a collective of count elements per rank.
+size_t inputBytes(const CollArgs& a, int n, size_t e) {
+  return a.coll == Collective::kReduceScatter ? a.count * e * static_cast<size_t>(n) : a.count * e;
+}
+size_t outputBytes(const CollArgs& a, int n, size_t e) {
+  return a.coll == Collective::kAllGather ? a.count * e * static_cast<size_t>(n) : a.count * e;
+}
+
+}  // namespace
+
+void setZeroCopyModeForTesting(ZeroCopyMode mode) { gZeroCopyMode.store(mode); }
+
+DirectCollectives::DirectCollectives(Mesh* mesh, Watchdog* dog, const SpinPolicy* spin)
+    : mesh_(mesh),
+      dog_(dog),
+      spin_(spin),
+      tmp_(new char[kStageSlotBytes]),
+      mappings_(static_cast<size_t>(std::max(64, 4 * mesh->nranks()))) {}
+
+size_t DirectCollectives::smallLimit(Collective c) const {
+  switch (c) {
+    case Collective::kAllReduce:
+    case Collective::kReduce:
+    case Collective::kReduceScatter:
+      return 32 * 1024;
+    default:
+      return kSmallBytes;
+  }
+}
+
+size_t DirectCollectives::chunkBytes(Collective) const { return 256 * 1024; }
+
+DirectAlgorithm DirectCollectives::choose(const CollArgs& a) const {
+  const int n = mesh_->nranks();
+  switch (a.coll) {
+    case Collective::kBarrier:
+      return DirectAlgorithm::kSmall;
+    case Collective::kAllReduce:
+    case Collective::kReduceScatter:
+    case Collective::kAllGather:
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+      break;
+    default:
+      return DirectAlgorithm::kNone;
+  }
+  size_t e = dataTypeSize(a.dtype);
+  if (e == 0) return DirectAlgorithm::kNone;
+  return inputBytes(a, n, e) <= smallLimit(a.coll) ? DirectAlgorithm::kSmall : DirectAlgorithm::kPipelined;
+}
+
+bool DirectCollectives::zeroCopyFor(const void* p, size_t bytes, BufferRef* ref) const {
+  describeBuffer(p, bytes, ref);
+  ZeroCopyMode mode = gZeroCopyMode.load(std::memory_order_relaxed);
+  if (p == nullptr || bytes == 0 || mode == ZeroCopyMode::kStagedOnly) return false;
+  for (int q : mesh_->localPeers()) {
+    const PeerView& v = mesh_->peer(q);
+    bool direct = (v.sameProcess && mode == ZeroCopyMode::kAuto) || (ref->segId != 0 && v.fdTo);
+    if (!direct) return false;
+  }
+  ref->mode = BufferMode::kDirect;
+  return true;
+}
+
+const char* DirectCollectives::resolve(int peer, const BufferRef& ref, size_t bytes) {
+  const PeerView& v = mesh_->peer(peer);
+  if (ref.segId == 0 || (v.sameProcess && gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto)) {
+    return reinterpret_cast<const char*>(ref.addr);
+  }
+  const char* p = mappings_.resolve(v.pid, v.token, ref, bytes);
+  if (p == nullptr) {
+    throwError(ternSystemError, "rank %d: cannot map rank %d's registered buffer (/proc/%d/fd/%d): %s", mesh_->rank(),
+               peer, static_cast<int>(v.pid), ref.fd, std::strerror(errno));
+  }
+  return p;
+}
+
+// Posts this rank's descriptor for the call, waits for every peer's, checks that the arguments agree and finds
+// every rank's buffers that are read in place.
+void DirectCollectives::describeCall(DirectCall& c, Operation& op) {
+  const CollArgs& a = op.args;
+  const int n = c.n, me = c.rank;
+  const size_t inBytes = inputBytes(a, n, c.esize), outBytes = outputBytes(a, n, c.esize);
+  const uint32_t k = ++callSeq_;
+  CallDesc& d = mesh_->ctrl(me).desc[k & 1];
+  d.call = k;
+  d.coll = static_cast<uint32_t>(a.coll);
+  d.dtype = static_cast<uint32_t>(a.dtype);
+  d.op = static_cast<uint32_t>(a.op);
+  d.root = a.root;
+  d.count = a.count;
+  bool sendsInput = a.coll != Collective::kBroadcast || me == a.root;
+  c.inStaged = !(sendsInput && zeroCopyFor(op.input, inBytes, &d.in));
+  if (c.inStaged) d.in.mode = BufferMode::kStaged;
+  c.outStaged = !(a.coll == Collective::kAllReduce && zeroCopyFor(op.output, outBytes, &d.out));
+  if (c.outStaged) d.out.mode = BufferMode::kStaged;
+  c.post(&RankControl::call, k);
+  c.waitAllPeers(&RankControl::call, k, "call descriptor");
+
+  c.peerIn.assign(n, nullptr);
+  c.peerOut.assign(n, nullptr);
+  for (int p = 0; p < n; ++p) {
+    const CallDesc& pd = mesh_->ctrl(p).desc[k & 1];
+    if (pd.call != k || pd.coll != d.coll || pd.dtype != d.dtype || pd.op != d.op || pd.root != d.root ||
+        pd.count != d.count) {
+      throwError(ternInvalidUsage,
+                 "rank %d: %s arguments differ from rank %d's (count %zu vs %llu; count, datatype, "
+                 "op and root must agree on every rank)",
+                 me, c.what, p, a.count, static_cast<unsigned long long>(pd.count));
+    }
+    if (pd.in.mode == BufferMode::kDirect) c.peerIn[p] = p == me ? c.in : resolve(p, pd.in, inBytes);
+    if (pd.out.mode == BufferMode::kDirect) c.peerOut[p] = p == me ? c.out : resolve(p, pd.out, outBytes);
+  }
+}
+
+void DirectCollectives::run(Operation& op, const ExecContext& ctx, DirectAlgorithm algo) {
+  const CollArgs& a = op.args;
+  DirectCall c;
+  c.mesh = mesh_;
+  c.rank = mesh_->rank();
+  c.n = mesh_->nranks();
+  c.args = &a;
+  c.what = ctx.what;
+  c.esize = dataTypeSize(a.dtype);
+  c.avgDivisor = ctx.nranks;
+  c.in = static_cast<const char*>(op.input);
+  c.out = static_cast<char*>(op.output);
+  c.scope = WaitScope{dog_, spin_, ctx.deadline, ctx.abortFlag};
+  c.tmp = tmp_.get();
+  if (dog_->aborted()) dog_->checkAbortAndDeadline(c.rank, ctx.deadline, ctx.abortFlag, [] { return "shm"; });
+
+  if (algo == DirectAlgorithm::kSmall) {
+    smallCollective(c, ++smallSeq_);
+    return;
+  }
+  if (a.count == 0) return;
+  // Chunks in elements of one rank's buffer; reduce-scatter stages n blocks' worth of a chunk per slot.
+  size_t perSlot = a.coll == Collective::kReduceScatter ? kStageSlotBytes / static_cast<size_t>(c.n) : kStageSlotBytes;
+  size_t chunk = std::min(chunkBytes(a.coll), perSlot);
+  c.chunkElems = std::max<size_t>(1, chunk / c.esize / kLine * kLine);
+  c.chunks = static_cast<uint32_t>((a.count + c.chunkElems - 1) / c.chunkElems);
+  c.chunkBase = chunkSeq_;
+  c.streamOut = outputBytes(a, c.n, c.esize) >= streamingOutputBytes();
+  describeCall(c, op);
+  chunkSeq_ += c.chunks;
+  switch (a.coll) {
+    case Collective::kAllReduce:
+      pipelinedAllReduce(c);
+      break;
+    case Collective::kReduceScatter:
+      pipelinedReduceScatter(c);
+      break;
+    case Collective::kAllGather:
+      pipelinedAllGather(c);
+      break;
+    case Collective::kBroadcast:
+      pipelinedBroadcast(c);
+      break;
+    case Collective::kReduce:
+      pipelinedReduce(c);
+      break;
+    default:
+      throwError(ternInternalError, "rank %d: no direct algorithm for %s", c.rank, c.what);
+  }
+}
+
+}  // namespace tern::shm

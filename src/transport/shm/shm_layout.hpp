@@ -1,0 +1,159 @@
+// The layout of one rank's shared-memory segment. Every rank of a host creates one and maps all of its peers'; the
+// layout depends only on the rank count, so every rank computes the same offsets (and the header records them, so a
+// peer built from a different tern version is refused instead of misread).
+//
+//   header | control | small area (2 halves) | staging (kStageSlots slots) | FIFO rings, one per peer
+//
+// Cache lines: everything one rank writes and others poll sits on lines that no other rank writes, so that a
+// poller's line is invalidated only when there is news; the few words that peers write (waiter counts, doorbell,
+// ring tails) have lines of their own.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace tern::shm {
+
+constexpr uint64_t kSegmentMagic = 0x6d68732d6e726574ull;  // "tern-shm"
+constexpr uint32_t kLayoutVersion = 1;
+constexpr size_t kLine = 64;
+constexpr size_t kPage = 4096;
+
+// Small (one-phase) collectives: every rank's whole input fits one half of its small area; consecutive small calls
+// alternate halves so that a fast rank can fill the next half while slow peers still read the previous one.
+constexpr size_t kSmallBytes = 64 * 1024;
+// Pipelined collectives: a ring of staging slots per rank. A slot is reused kStageSlots chunks later, after every
+// peer has reported that chunk done.
+constexpr int kStageSlots = 4;
+constexpr size_t kStageSlotBytes = 512 * 1024;
+// FIFO rings (point-to-point): fixed-size slots; the ring per peer shrinks with the rank count so that the
+// segment stays a few MiB on big hosts.
+constexpr size_t kRingSlotBytes = 32 * 1024;
+
+inline size_t alignUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+// How the owner passes a buffer in the current call.
+enum class BufferMode : uint32_t {
+  kStaged = 0,  // copied through the owner's staging slots
+  kDirect = 1,  // peers read (and for results, read) it in place: same process, or a registered segment they map
+};
+
+// A buffer as peers see it: its address in the owner's process (valid for peers in the same process) and, for
+// registered (ternMemAlloc) memory, the segment to map and the offset within it.
+struct BufferRef {
+  uint64_t addr = 0;
+  uint64_t segId = 0;  // 0: ordinary memory
+  uint64_t offset = 0;
+  uint64_t segBytes = 0;
+  uint64_t ino = 0;  // inode of the owner's memfd: checked after opening, so a reused fd number is refused
+  int32_t fd = -1;
+  BufferMode mode = BufferMode::kStaged;
+};
+
+// What a rank runs in its current pipelined call: peers check that the arguments agree and find its buffers.
+struct CallDesc {
+  uint32_t call = 0;
+  uint32_t coll = 0;
+  uint32_t dtype = 0;
+  uint32_t op = 0;
+  int32_t root = 0;
+  uint32_t pad = 0;
+  uint64_t count = 0;
+  BufferRef in;
+  BufferRef out;
+};
+
+struct SegmentHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t nranks;
+  uint32_t rank;
+  uint32_t pid;
+  uint64_t processToken;  // equal tokens: same address space
+  uint64_t totalBytes;
+  // CMA probe: peers read 8 bytes at cmaProbeAddr (owner's private memory) with process_vm_readv and compare them
+  // with cmaCookie.
+  uint64_t cmaCookie;
+  uint64_t cmaProbeAddr;
+  // Registered-buffer probe: a memfd in the owner's process that peers try to open as /proc/<pid>/fd/<probeFd>.
+  int32_t probeFd;
+  uint32_t pad;
+  uint64_t probeIno;
+};
+
+struct RankControl {
+  // Written by the owner only: progress of the direct collectives (cumulative counters).
+  alignas(kLine) std::atomic<uint32_t> small;  // small calls whose input is posted
+  std::atomic<uint32_t> call;                  // pipelined calls whose descriptor is posted
+  std::atomic<uint32_t> in;                    // chunks whose input is readable
+  std::atomic<uint32_t> red;                   // chunks whose owner slice is reduced and readable
+  std::atomic<uint32_t> done;                  // chunks the owner has finished with
+  // Written by waiters: how many sleep on a flag above.
+  alignas(kLine) std::atomic<uint32_t> flagWaiters;
+  // FIFO doorbell: peers ring it after producing into or consuming from a ring shared with the owner.
+  alignas(kLine) std::atomic<uint32_t> doorbell;
+  alignas(kLine) std::atomic<uint32_t> doorbellWaiters;
+  // Non-zero once the owner's shared-memory transport was aborted: peers fail at once instead of waiting.
+  alignas(kLine) std::atomic<uint32_t> aborted;
+  alignas(kLine) CallDesc desc[2];  // by call parity
+};
+
+// Header of one half of a small area.
+struct alignas(kLine) SmallHeader {
+  uint64_t argsKey;  // the call's collective/count/dtype/op/root: a mismatch between ranks is an error, not garbage
+};
+
+struct alignas(kLine) RingIndex {
+  std::atomic<uint64_t> value;
+};
+
+struct RingHeader {
+  RingIndex head;  // slots produced (written by the producer)
+  RingIndex tail;  // slots consumed (written by the consumer)
+};
+
+enum class SlotKind : uint32_t { kFirst = 1, kMore = 2, kRendezvous = 3 };
+
+struct alignas(kLine) SlotHeader {
+  SlotKind kind;
+  uint32_t bytes;     // payload bytes in this slot
+  uint64_t msgBytes;  // whole message (kFirst, kRendezvous)
+  uint64_t addr;      // kRendezvous: the sender's buffer, in the sender's address space
+};
+
+struct Layout {
+  int nranks = 0;
+  size_t controlOffset = 0;
+  size_t smallOffset = 0;
+  size_t smallHalfBytes = 0;
+  size_t stageOffset = 0;
+  size_t ringsOffset = 0;
+  size_t ringBytes = 0;  // one ring: header + slots
+  uint32_t ringSlots = 0;
+  size_t totalBytes = 0;
+  size_t populateBytes = 0;  // header through staging: touched at creation
+
+  static Layout forRanks(int nranks);
+};
+
+inline Layout Layout::forRanks(int nranks) {
+  Layout l;
+  l.nranks = nranks;
+  l.controlOffset = kPage;
+  l.smallOffset = alignUp(l.controlOffset + sizeof(RankControl), kPage);
+  l.smallHalfBytes = sizeof(SmallHeader) + kSmallBytes;
+  l.stageOffset = alignUp(l.smallOffset + 2 * l.smallHalfBytes, kPage);
+  l.ringsOffset = l.stageOffset + kStageSlots * kStageSlotBytes;
+  // 1 MiB of ring per peer up to 5 peers, then a 4 MiB total shared out, never under 4 slots.
+  size_t perPeer = nranks > 1 ? (4u << 20) / static_cast<size_t>(nranks - 1) : 0;
+  if (perPeer > (1u << 20)) perPeer = 1u << 20;
+  l.ringSlots = static_cast<uint32_t>(perPeer / kRingSlotBytes);
+  if (l.ringSlots < 4) l.ringSlots = 4;
+  l.ringBytes = sizeof(RingHeader) + l.ringSlots * kRingSlotBytes;
+  l.totalBytes = alignUp(l.ringsOffset + static_cast<size_t>(nranks) * l.ringBytes, kPage);
+  l.populateBytes = l.ringsOffset;
+  return l;
+}
+
+}  // namespace tern::shm

@@ -1,0 +1,48 @@
+// A POSIX shared-memory segment (shm_open + ftruncate + mmap) owned by one rank and mapped by its same-host peers.
+//
+// Why named segments at all, when a name can outlive a crash: peers in other processes need a way to find the
+// memory, and the TCP mesh can only carry bytes, not file descriptors. The name lives only for the setup
+// handshake: the creator unlinks it as soon as every peer reports that it has mapped it, so after setup nothing is
+// left in /dev/shm for a crash to leak; the memory itself lives on until the last mapping goes away.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace tern::shm {
+
+class Segment {
+ public:
+  Segment() = default;
+  ~Segment();
+  Segment(Segment&& o) noexcept { *this = std::move(o); }
+  Segment& operator=(Segment&& o) noexcept;
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  // Creates name exclusively (mode 0600), sizes it to bytes and maps it read-write. populateBytes of the start are
+  // faulted in at once so the first collective does not pay for page faults. Throws tern::Error (ternSystemError).
+  static Segment create(const std::string& name, size_t bytes, size_t populateBytes);
+  // Opens a peer's segment, checks that it is a regular shared-memory object of exactly expectedBytes owned by
+  // this user (a stale or foreign object with the same name must not be mapped), and maps it, with the first
+  // populateBytes (which the creator has already allocated) mapped at once. Throws tern::Error.
+  static Segment open(const std::string& name, size_t expectedBytes, size_t populateBytes);
+
+  // Removes the name (the mapping stays valid). Idempotent; only the creator unlinks.
+  void unlink();
+
+  char* data() const { return data_; }
+  size_t size() const { return bytes_; }
+  const std::string& name() const { return name_; }
+  bool valid() const { return data_ != nullptr; }
+
+ private:
+  void reset();
+
+  char* data_ = nullptr;
+  size_t bytes_ = 0;
+  std::string name_;
+  bool linked_ = false;  // created here and not yet unlinked
+};
+
+}  // namespace tern::shm

@@ -1,0 +1,239 @@
+#include "transport/shm/shm_transport.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "transport/shm/futex.hpp"
+#include "transport/shm/process_identity.hpp"
+
+namespace tern::shm {
+
+namespace {
+
+// A rendezvous copy is done in pieces so that the consumed-bytes progress is visible in a debugger and a failed
+// process_vm_readv names the offset; one piece is large enough to amortize the system call.
+constexpr size_t kRendezvousPiece = 4u << 20;
+constexpr int kSleepSliceMs = 10;
+
+std::atomic<bool> gRendezvous{true};
+
+}  // namespace
+
+void ShmTransport::setRendezvousForTesting(bool enabled) { gRendezvous.store(enabled); }
+
+ShmTransport::ShmTransport(Mesh* mesh, Watchdog* dog, const SpinPolicy* spin)
+    : mesh_(mesh),
+      dog_(dog),
+      spin_(spin),
+      rank_(mesh->rank()),
+      payload_(kRingSlotBytes - sizeof(SlotHeader)),
+      peers_(mesh->nranks()) {}
+
+void ShmTransport::postSend(int peer, const void* data, size_t bytes, Transfer* transfer) {
+  transfer->done = false;
+  transfer->bytes = bytes;
+  SendOp op{transfer, static_cast<const char*>(data), bytes};
+  op.rendezvous = bytes >= kRendezvousBytes && mesh_->peer(peer).cmaTo && gRendezvous.load(std::memory_order_relaxed);
+  peers_[peer].sends.push_back(op);
+  ++pending_;
+}
+
+void ShmTransport::postRecv(int peer, void* data, size_t bytes, Transfer* transfer) {
+  transfer->done = false;
+  transfer->bytes = bytes;
+  peers_[peer].recvs.push_back(RecvOp{transfer, static_cast<char*>(data), bytes});
+  ++pending_;
+}
+
+void ShmTransport::notify(int peer) {
+  // Pairs with the sleeper's "register, then re-check the rings" (see futex.hpp): our ring update must be visible
+  // before we look at its waiter count.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  RankControl& c = mesh_->ctrl(peer);
+  if (c.doorbellWaiters.load(std::memory_order_relaxed) != 0) ring(c.doorbell, c.doorbellWaiters);
+}
+
+int ShmTransport::pushSends(int peer, PeerState& s) {
+  RingHeader* ring = mesh_->ring(rank_, peer);
+  const uint64_t slots = mesh_->layout().ringSlots;
+  uint64_t tail = ring->tail.value.load(std::memory_order_acquire);
+  int completed = 0;
+  bool produced = false;
+  while (!s.sends.empty()) {
+    if (s.head - tail >= slots) {
+      tail = ring->tail.value.load(std::memory_order_acquire);
+      if (s.head - tail >= slots) break;
+    }
+    SendOp& op = s.sends.front();
+    char* slot = mesh_->ringSlot(rank_, peer, s.head);
+    auto* h = reinterpret_cast<SlotHeader*>(slot);
+    if (op.rendezvous) {
+      h->kind = SlotKind::kRendezvous;
+      h->bytes = 0;
+      h->msgBytes = op.bytes;
+      h->addr = reinterpret_cast<uint64_t>(op.data);
+      s.acks.push_back(AckWait{op.transfer, s.head});
+      s.sends.pop_front();
+    } else {
+      size_t chunk = std::min(payload_, op.bytes - op.offset);
+      h->kind = op.started ? SlotKind::kMore : SlotKind::kFirst;
+      h->bytes = static_cast<uint32_t>(chunk);
+      h->msgBytes = op.bytes;
+      if (chunk > 0) std::memcpy(slot + sizeof(SlotHeader), op.data + op.offset, chunk);
+      op.offset += chunk;
+      op.started = true;
+      if (op.offset == op.bytes) {
+        op.transfer->done = true;
+        ++completed;
+        s.sends.pop_front();
+      }
+    }
+    ++s.head;
+    // Publish slot by slot: the consumer starts copying out while we fill the next one.
+    ring->head.value.store(s.head, std::memory_order_release);
+    produced = true;
+  }
+  if (produced) notify(peer);
+  return completed;
+}
+
+int ShmTransport::reapAcks(int peer, PeerState& s) {
+  if (s.acks.empty()) return 0;
+  uint64_t tail = mesh_->ring(rank_, peer)->tail.value.load(std::memory_order_acquire);
+  int completed = 0;
+  while (!s.acks.empty() && s.acks.front().slot < tail) {
+    s.acks.front().transfer->done = true;
+    s.acks.pop_front();
+    ++completed;
+  }
+  return completed;
+}
+
+void ShmTransport::copyRendezvous(int peer, RecvOp& r, const SlotHeader& h) {
+  const PeerView& v = mesh_->peer(peer);
+  while (r.offset < r.bytes) {
+    size_t piece = std::min(kRendezvousPiece, r.bytes - r.offset);
+    if (v.sameProcess) {
+      std::memcpy(r.data + r.offset, reinterpret_cast<const char*>(h.addr) + r.offset, piece);
+    } else if (!cmaRead(v.pid, r.data + r.offset, h.addr + r.offset, piece)) {
+      int err = errno;
+      if (dog_->peerGone(peer)) {
+        dog_->throwPeerGone(peer, [&] { return format("receiving %zu bytes from it", r.bytes); });
+      }
+      throwError(ternSystemError,
+                 "rank %d: process_vm_readv of %zu bytes from rank %d (pid %d) failed at offset "
+                 "%zu: %s",
+                 rank_, piece, peer, static_cast<int>(v.pid), r.offset, std::strerror(err));
+    }
+    r.offset += piece;
+  }
+}
+
+int ShmTransport::pullRecvs(int peer, PeerState& s) {
+  RingHeader* ring = mesh_->ring(peer, rank_);
+  uint64_t head = ring->head.value.load(std::memory_order_acquire);
+  int completed = 0;
+  bool consumed = false;
+  while (!s.recvs.empty() && s.tail < head) {
+    RecvOp& r = s.recvs.front();
+    const char* slot = mesh_->ringSlot(peer, rank_, s.tail);
+    const auto* h = reinterpret_cast<const SlotHeader*>(slot);
+    bool first = h->kind != SlotKind::kMore;
+    if (first != !r.started) {
+      throwError(ternInternalError, "rank %d: shared-memory ring from rank %d out of step (slot kind %u)", rank_, peer,
+                 static_cast<unsigned>(h->kind));
+    }
+    if (first && h->msgBytes != r.bytes) {
+      throwError(ternInvalidUsage, "rank %d: a message of %llu bytes from rank %d matched a receive of %zu bytes",
+                 rank_, static_cast<unsigned long long>(h->msgBytes), peer, r.bytes);
+    }
+    r.started = true;
+    if (h->kind == SlotKind::kRendezvous) {
+      copyRendezvous(peer, r, *h);
+    } else {
+      if (h->bytes > 0) std::memcpy(r.data + r.offset, slot + sizeof(SlotHeader), h->bytes);
+      r.offset += h->bytes;
+    }
+    ++s.tail;
+    ring->tail.value.store(s.tail, std::memory_order_release);
+    consumed = true;
+    if (r.offset == r.bytes) {
+      r.transfer->done = true;
+      s.recvs.pop_front();
+      ++completed;
+    }
+    if (s.tail == head) head = ring->head.value.load(std::memory_order_acquire);
+  }
+  if (consumed) notify(peer);
+  return completed;
+}
+
+void ShmTransport::throwIfFailed() {
+  if (dog_->aborted()) {
+    dog_->checkAbortAndDeadline(rank_, Clock::time_point::max(), nullptr, [] { return std::string("shm transport"); });
+  }
+}
+
+int ShmTransport::pass() {
+  throwIfFailed();
+  if (pending_ == 0) return 0;
+  int completed = 0;
+  for (int p : mesh_->localPeers()) {
+    PeerState& s = peers_[p];
+    if (!s.sends.empty()) completed += pushSends(p, s);
+    if (!s.acks.empty()) completed += reapAcks(p, s);
+    if (!s.recvs.empty()) completed += pullRecvs(p, s);
+  }
+  pending_ -= static_cast<size_t>(completed);
+  return completed;
+}
+
+void ShmTransport::checkPeers() {
+  for (int p : mesh_->localPeers()) {
+    PeerState& s = peers_[p];
+    if (s.sends.empty() && s.acks.empty() && s.recvs.empty()) continue;
+    if (!dog_->peerGone(p)) continue;
+    pass();  // what the peer managed before it went may complete our transfers
+    if (s.sends.empty() && s.acks.empty() && s.recvs.empty()) continue;
+    dog_->throwPeerGone(p, [&] {
+      return format("%zu sends and %zu receives with it pending", s.sends.size() + s.acks.size(), s.recvs.size());
+    });
+  }
+}
+
+int ShmTransport::progress(int waitMs) {
+  int completed = pass();
+  if (completed > 0 || waitMs <= 0 || pending_ == 0) return completed;
+  auto start = Clock::now();
+  auto deadline = start + std::chrono::milliseconds(waitMs);
+  // Spin first (see flag_wait.hpp for why), then sleep on our doorbell.
+  if (spin_->spinNs > 0) {
+    auto end = start + std::chrono::nanoseconds(spin_->spinNs);
+    while (Clock::now() < end) {
+      for (int i = 0; i < 16; ++i) _mm_pause();
+      if ((completed = pass()) > 0) return completed;
+    }
+  }
+  RankControl& me = mesh_->ctrl(rank_);
+  for (;;) {
+    me.doorbellWaiters.fetch_add(1, std::memory_order_seq_cst);
+    uint32_t bell = me.doorbell.load(std::memory_order_seq_cst);
+    completed = pass();
+    if (completed == 0) {
+      auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()).count();
+      int sliceUs = static_cast<int>(std::clamp<int64_t>(left, 1, kSleepSliceMs * 1000));
+      futexWait(&me.doorbell, bell, sliceUs);
+    }
+    me.doorbellWaiters.fetch_sub(1, std::memory_order_release);
+    if (completed > 0 || (completed = pass()) > 0) return completed;
+    checkPeers();
+    if (Clock::now() >= deadline) return 0;
+  }
+}
+
+}  // namespace tern::shm

@@ -1,0 +1,91 @@
+// Point-to-point transport between ranks of one host: a lock-free single-producer/single-consumer ring of
+// fixed-size slots per ordered pair of ranks, in the producer's segment.
+//
+// Small and medium messages are copied through the ring (eager: the send completes once its bytes are in the
+// ring, and the two copies of a long message overlap, producer filling slots while the consumer drains them).
+// Large messages to a peer that can read our memory (same process, or cross-memory attach) go as one rendezvous
+// slot holding the buffer's address: the receiver copies straight from the sender's buffer (process_vm_readv, one
+// copy instead of two) and consumes the slot afterwards, which is what completes the send.
+//
+// Matching is FIFO per (peer, direction), as transport.hpp requires: a ring delivers messages in order, the first
+// slot of each message carries its size, and a receive of another size is an error.
+//
+// Sleeping: each rank has a doorbell word; whoever produces into or consumes from a ring shared with a sleeping
+// rank rings that rank's doorbell (only when it has registered as a sleeper, so the busy case costs no system call).
+#pragma once
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "transport/shm/flag_wait.hpp"
+#include "transport/shm/mesh.hpp"
+#include "transport/shm/watchdog.hpp"
+#include "transport/transport.hpp"
+
+namespace tern::shm {
+
+class ShmTransport : public Transport {
+ public:
+  ShmTransport(Mesh* mesh, Watchdog* dog, const SpinPolicy* spin);
+
+  const char* name() const override { return "shm"; }
+  void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) override;
+  void postRecv(int peer, void* data, size_t bytes, Transfer* transfer) override;
+  int progress(int waitMs) override;
+  void abort(const std::string& reason) override { dog_->abort(reason); }
+  bool hasPending() const override { return pending_ > 0; }
+  bool sameHost(int peer) const override { return mesh_->peer(peer).local; }
+
+  // Messages at least this long go by rendezvous to peers that can read our memory.
+  static constexpr size_t kRendezvousBytes = 256 * 1024;
+  // Tests turn rendezvous off to push long messages through the ring between threads of one process.
+  static void setRendezvousForTesting(bool enabled);
+
+ private:
+  struct SendOp {
+    Transfer* transfer;
+    const char* data;
+    size_t bytes;
+    size_t offset = 0;
+    bool started = false;
+    bool rendezvous = false;
+  };
+  struct AckWait {  // a rendezvous send, complete once the receiver consumed slot `slot`
+    Transfer* transfer;
+    uint64_t slot;
+  };
+  struct RecvOp {
+    Transfer* transfer;
+    char* data;
+    size_t bytes;
+    size_t offset = 0;
+    bool started = false;
+  };
+  struct PeerState {
+    std::deque<SendOp> sends;
+    std::deque<AckWait> acks;
+    std::deque<RecvOp> recvs;
+    uint64_t head = 0;  // our ring to the peer: slots produced (we are its only writer)
+    uint64_t tail = 0;  // the peer's ring to us: slots consumed (we are its only writer)
+  };
+
+  int pass();
+  int pushSends(int peer, PeerState& s);
+  int reapAcks(int peer, PeerState& s);
+  int pullRecvs(int peer, PeerState& s);
+  void copyRendezvous(int peer, RecvOp& r, const SlotHeader& h);
+  void notify(int peer);
+  void throwIfFailed();
+  void checkPeers();
+
+  Mesh* mesh_;
+  Watchdog* dog_;
+  const SpinPolicy* spin_;
+  int rank_;
+  size_t payload_;  // bytes per slot after the header
+  std::vector<PeerState> peers_;
+  size_t pending_ = 0;
+};
+
+}  // namespace tern::shm

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# A rank SIGKILLs itself in the middle of a shared-memory allreduce: every other rank must return an error within
+# 2 x TERN_TIMEOUT of the kill (in practice within milliseconds: the dead rank's TCP connections close, which the
+# shared-memory waits probe), and afterwards /dev/shm must hold no segment of the job. Ranks are started directly
+# with the launcher environment (tern-run would itself stop the survivors).
+#
+#   kill_test.sh SHM_CHECK_BINARY [NRANKS=4] [VICTIM=2]
+set -u
+bin=$1
+nranks=${2:-4}
+victim=${3:-2}
+timeout_s=${TERN_TIMEOUT:-5}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"; kill $(jobs -p) 2>/dev/null' EXIT
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+# Segment names carry FNV-1a-64 of the secret's bytes (src/transport/shm/mesh.cpp: Mesh::jobTag), not the secret.
+tag=$(python3 -c "
+h = 0xcbf29ce484222325
+for b in bytes.fromhex('$secret'):
+    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+print(f'{h:016x}')")
+pids=()
+for ((r = 0; r < nranks; r++)); do
+  TERN_RANK=$r TERN_WORLD_SIZE=$nranks TERN_ROOT_ADDR=127.0.0.1:$port TERN_SECRET=$secret TERN_TIMEOUT=$timeout_s \
+    "$bin" kill "$victim" "$dir/stamp" >"$dir/out.$r" 2>&1 &
+  pids+=($!)
+done
+# Hard stop: anything still running after 4 x timeout + 20 s is a hang.
+deadline=$((SECONDS + 4 * timeout_s + 20))
+for ((r = 0; r < nranks; r++)); do
+  while kill -0 "${pids[$r]}" 2>/dev/null; do
+    if ((SECONDS > deadline)); then
+      echo "FAIL: rank $r still running (hang)"; cat "$dir"/out.*; exit 1
+    fi
+    sleep 0.1
+  done
+done
+fail=0
+[ -f "$dir/stamp" ] || { echo "FAIL: victim did not record its kill"; cat "$dir"/out.*; exit 1; }
+killed_at=$(cat "$dir/stamp")
+for ((r = 0; r < nranks; r++)); do
+  [ "$r" -eq "$victim" ] && continue
+  wait "${pids[$r]}"; rc=$?
+  line=$(grep "error at" "$dir/out.$r" | head -1)
+  if [ $rc -ne 0 ] || [ -z "$line" ]; then
+    echo "FAIL: rank $r (rc $rc) did not report an error:"; cat "$dir/out.$r"; fail=1; continue
+  fi
+  err_at=$(echo "$line" | sed -E 's/.*error at ([0-9.]+).*/\1/')
+  delay=$(python3 -c "print(f'{$err_at - $killed_at:.3f}')")
+  echo "rank $r noticed after ${delay}s: $line"
+  if ! python3 -c "import sys; sys.exit(0 if $err_at - $killed_at <= 2 * $timeout_s else 1)"; then
+    echo "FAIL: rank $r took ${delay}s (> 2 x TERN_TIMEOUT = $((2 * timeout_s))s)"; fail=1
+  fi
+done
+leftovers=$(ls /dev/shm 2>/dev/null | grep -e "$tag" -e "$secret")
+if [ -n "$leftovers" ]; then
+  echo "FAIL: segments of the job left in /dev/shm:"; echo "$leftovers"; fail=1
+else
+  echo "no segment of the job (tag $tag) in /dev/shm"
+fi
+[ $fail -eq 0 ] && echo "PASS: every surviving rank failed within 2 x TERN_TIMEOUT, nothing left in /dev/shm"
+exit $fail

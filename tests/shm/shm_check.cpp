@@ -1,0 +1,211 @@
+// Multi-process checks of the shared-memory path, one process per rank under tools/tern-run (or started directly
+// by kill_test.sh): every direct collective on ordinary and registered (ternMemAlloc) buffers, in and out of place,
+// checked on every rank against a reference computed locally; point-to-point messages of every size class (ring,
+// multi-slot, cross-memory-attach rendezvous); and the SIGKILL drill. Prints one line per check, exits non-zero on
+// the first failure.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tern/tern.h"
+#include "tern/tern_ext.h"
+
+namespace {
+
+int rank = 0, nranks = 1;
+
+#define CHECK(cond, ...)                                         \
+  do {                                                           \
+    if (!(cond)) {                                               \
+      std::fprintf(stderr, "rank %d: FAILED %s: ", rank, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                         \
+      std::fprintf(stderr, "\n");                                \
+      std::exit(1);                                              \
+    }                                                            \
+  } while (0)
+
+#define OK(call, comm) CHECK((call) == ternSuccess, "%s", ternGetLastError(comm))
+
+// Rank r's input element i: not exact in float (sums round), so only rank-order reduction matches the reference.
+float fvalue(int r, size_t i) { return static_cast<float>((r * 7919 + i * 104729) % 4099) / 64.0f - 31.3f; }
+int32_t ivalue(int r, size_t i) { return static_cast<int32_t>((r * 2654435761u) ^ (i * 40503u)); }
+
+// A buffer from ternMemAlloc or the heap.
+struct Buffer {
+  char* p = nullptr;
+  bool registered;
+  Buffer(size_t bytes, bool reg) : registered(reg) {
+    bytes = std::max<size_t>(bytes, 64);
+    if (reg) {
+      void* v = nullptr;
+      CHECK(ternMemAlloc(&v, bytes) == ternSuccess, "ternMemAlloc");
+      p = static_cast<char*>(v);
+    } else {
+      p = static_cast<char*>(std::malloc(bytes));
+    }
+  }
+  ~Buffer() {
+    if (registered) {
+      ternMemFree(p);
+    } else {
+      std::free(p);
+    }
+  }
+  float* f() { return reinterpret_cast<float*>(p); }
+  int32_t* i() { return reinterpret_cast<int32_t*>(p); }
+};
+
+void checkCollectives(ternComm_t comm) {
+  const size_t counts[] = {0, 1, 7, 1023, 5000, 70000, (size_t{1} << 20) + 3};
+  for (bool reg : {false, true}) {
+    for (size_t count : counts) {
+      for (bool inPlace : {false, true}) {
+        // allreduce, float sum: the rank-order fold.
+        {
+          Buffer in(count * 4, reg), out(count * 4, reg);
+          float* dst = inPlace ? in.f() : out.f();
+          for (size_t i = 0; i < count; ++i) in.f()[i] = fvalue(rank, i);
+          OK(ternAllReduce(in.p, dst, count, ternFloat32, ternSum, comm), comm);
+          for (size_t i = 0; i < count; ++i) {
+            float want = fvalue(0, i);
+            for (int r = 1; r < nranks; ++r) want += fvalue(r, i);
+            CHECK(std::memcmp(&dst[i], &want, 4) == 0, "allreduce count %zu i %zu got %a want %a", count, i, dst[i],
+                  want);
+          }
+        }
+        // reduce-scatter, int32 max.
+        {
+          Buffer in(count * nranks * 4, reg), out(count * 4, reg);
+          for (size_t i = 0; i < count * nranks; ++i) in.i()[i] = ivalue(rank, i);
+          int32_t* dst = inPlace ? in.i() + rank * count : out.i();
+          OK(ternReduceScatter(in.p, dst, count, ternInt32, ternMax, comm), comm);
+          for (size_t i = 0; i < count; ++i) {
+            int32_t want = ivalue(0, rank * count + i);
+            for (int r = 1; r < nranks; ++r) want = std::max(want, ivalue(r, rank * count + i));
+            CHECK(dst[i] == want, "reducescatter count %zu i %zu", count, i);
+          }
+        }
+        // allgather.
+        {
+          Buffer in(count * 4, reg), out(count * nranks * 4, reg);
+          float* src = inPlace ? out.f() + rank * count : in.f();
+          for (size_t i = 0; i < count; ++i) src[i] = fvalue(rank, i);
+          OK(ternAllGather(src, out.p, count, ternFloat32, comm), comm);
+          for (int r = 0; r < nranks; ++r) {
+            for (size_t i = 0; i < count; ++i) CHECK(out.f()[r * count + i] == fvalue(r, i), "allgather %zu", count);
+          }
+        }
+        // broadcast from the last rank, reduce (float avg) to rank 1 % n.
+        {
+          int root = nranks - 1;
+          Buffer in(count * 4, reg), out(count * 4, reg);
+          float* dst = inPlace ? in.f() : out.f();
+          for (size_t i = 0; i < count; ++i) in.f()[i] = fvalue(rank, i);
+          OK(ternBroadcast(in.p, dst, count, ternFloat32, root, comm), comm);
+          for (size_t i = 0; i < count; ++i) CHECK(dst[i] == fvalue(root, i), "broadcast %zu", count);
+          root = 1 % nranks;
+          for (size_t i = 0; i < count; ++i) in.f()[i] = fvalue(rank, i);
+          dst = inPlace && rank == root ? in.f() : out.f();
+          OK(ternReduce(in.p, rank == root ? dst : nullptr, count, ternFloat32, ternAvg, root, comm), comm);
+          if (rank == root) {
+            for (size_t i = 0; i < count; ++i) {
+              float want = fvalue(0, i);
+              for (int r = 1; r < nranks; ++r) want += fvalue(r, i);
+              want /= static_cast<float>(nranks);
+              CHECK(std::memcmp(&dst[i], &want, 4) == 0, "reduce avg count %zu i %zu", count, i);
+            }
+          }
+        }
+      }
+    }
+  }
+  OK(ternBarrier(comm), comm);
+  std::printf("rank %d: collectives OK (transport %s)\n", rank, ternCommTransportName(comm));
+}
+
+// Every rank sends messages of every size class to the next rank and receives from the previous one.
+void checkPointToPoint(ternComm_t comm) {
+  const size_t sizes[] = {0, 1, 32704, 32705, 300000, 4u << 20, (9u << 20) + 5};
+  int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+  for (bool reg : {false, true}) {
+    std::vector<Buffer*> sends, recvs;
+    OK(ternGroupStart(), comm);
+    for (size_t m = 0; m < sizeof(sizes) / sizeof(sizes[0]); ++m) {
+      sends.push_back(new Buffer(sizes[m], reg));
+      recvs.push_back(new Buffer(sizes[m], reg));
+      for (size_t i = 0; i < sizes[m]; ++i) sends[m]->p[i] = static_cast<char>(rank * 31 + m * 7 + i);
+      ternSend(sends[m]->p, sizes[m], ternUint8, next, comm);
+      ternRecv(recvs[m]->p, sizes[m], ternUint8, prev, comm);
+    }
+    OK(ternGroupEnd(), comm);
+    for (size_t m = 0; m < sends.size(); ++m) {
+      for (size_t i = 0; i < sizes[m]; ++i) {
+        CHECK(recvs[m]->p[i] == static_cast<char>(prev * 31 + m * 7 + i), "message %zu byte %zu", m, i);
+      }
+      delete sends[m];
+      delete recvs[m];
+    }
+  }
+  std::printf("rank %d: point-to-point OK\n", rank);
+}
+
+// Every rank loops over allreduces; the victim SIGKILLs itself in the middle of one after writing the time.
+// Survivors must fail (not hang) and report how long after the kill they noticed.
+int killDrill(ternComm_t comm, int victim, const char* stampFile) {
+  const size_t count = 8 << 20;
+  std::vector<float> buf(count, 1.0f);
+  if (rank == victim) {
+    std::thread([stampFile] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(700));
+      FILE* f = std::fopen(stampFile, "w");
+      auto now = std::chrono::system_clock::now().time_since_epoch();
+      std::fprintf(f, "%.6f\n", std::chrono::duration<double>(now).count());
+      std::fclose(f);
+      kill(getpid(), SIGKILL);
+    }).detach();
+  }
+  for (int i = 0; i < 1000000; ++i) {
+    // Alternate small and large calls so the kill lands in either algorithm.
+    size_t n = i % 2 ? count : 16;
+    ternResult_t r = ternAllReduce(buf.data(), buf.data(), n, ternFloat32, ternSum, comm);
+    if (r != ternSuccess) {
+      auto now = std::chrono::system_clock::now().time_since_epoch();
+      std::printf("rank %d: error at %.6f after %d iterations: %s: %s\n", rank,
+                  std::chrono::duration<double>(now).count(), i, ternGetErrorString(r), ternGetLastError(comm));
+      std::fflush(stdout);
+      ternCommAbort(comm);
+      return 0;
+    }
+  }
+  std::printf("rank %d: never saw an error\n", rank);
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "all";
+  ternComm_t comm = nullptr;
+  if (ternCommInitFromEnv(&comm, nullptr) != ternSuccess) {
+    std::fprintf(stderr, "init failed: %s\n", ternGetLastError(nullptr));
+    return 1;
+  }
+  ternCommCount(comm, &nranks);
+  ternCommUserRank(comm, &rank);
+  CHECK(std::string(ternCommTransportName(comm)) == "shm+tcp", "transport is %s, not shm+tcp",
+        ternCommTransportName(comm));
+  if (mode == "kill") return killDrill(comm, std::atoi(argv[2]), argv[3]);
+  if (mode == "all" || mode == "collectives") checkCollectives(comm);
+  if (mode == "all" || mode == "p2p") checkPointToPoint(comm);
+  ternCommDestroy(comm);
+  return 0;
+}
