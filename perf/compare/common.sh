@@ -1,0 +1,262 @@
+# shellcheck shell=bash
+# Shared helpers for perf/compare_tcp.sh and perf/compare_shm.sh (sourced, not run).
+#
+# Every tool involved (tern's all_reduce_perf, gloo_allreduce, mpi_allreduce) prints an nccl-tests style table, so
+# the scripts reduce each run to rows of "size busbw time_us wrong" and compare those. All helpers are prefixed cmp_.
+
+# Seconds any single tool invocation may run before it is killed; a hung collective must not hang the comparison.
+: "${CMP_TIMEOUT:=900}"
+# Optional niceness for every tool run (e.g. CMP_NICE=-10 as root): on a machine shared with builds, a negative value
+# lets the ranks win the cores so the numbers describe the collectives rather than the neighbours. Empty: unchanged.
+: "${CMP_NICE:=}"
+
+# Prefix that applies CMP_NICE to a command.
+cmp_nice_prefix() {
+  if [[ -n $CMP_NICE ]]; then
+    printf '%s\n' nice -n "$CMP_NICE"
+  fi
+}
+
+cmp_die() {
+  printf 'error: %s\n' "$*" >&2
+  exit 2
+}
+
+# Prints a command the way a user would retype it.
+cmp_show_cmd() {
+  local out="+" a
+  for a in "$@"; do out+=" $(printf '%q' "$a")"; done
+  printf '%s\n' "$out"
+}
+
+# cmp_bytes 256M -> 268435456. Suffixes are powers of 1024, as in nccl-tests' -b/-e.
+cmp_bytes() {
+  local s=$1 n mult=1
+  case "$s" in
+    *[kK]) n=${s%?} mult=1024 ;;
+    *[mM]) n=${s%?} mult=$((1024 * 1024)) ;;
+    *[gG]) n=${s%?} mult=$((1024 * 1024 * 1024)) ;;
+    *) n=$s ;;
+  esac
+  [[ $n =~ ^[0-9]+$ ]] || cmp_die "not a size: $s"
+  echo $((n * mult))
+}
+
+# cmp_plan MIN MAX FACTOR BUDGET MIN_ITERS MAX_ITERS [WARMUP]
+# Splits the size sweep into runs that share an iteration count, so iterations scale with size: each size moves
+# about BUDGET bytes in total (power-of-two iteration counts, clamped), which keeps small sizes statistically
+# meaningful and large sizes from taking minutes. Prints one "first last iters warmup" line per run; consecutive
+# sizes with equal counts share a run to save launches. WARMUP, when given, fixes the warmup count; otherwise it
+# is a fifth of the iterations, between 2 and 20.
+cmp_plan() {
+  local min max factor budget min_it max_it warmup=${7:-}
+  min=$(cmp_bytes "$1") max=$(cmp_bytes "$2") factor=$3 budget=$(cmp_bytes "$4") min_it=$5 max_it=$6
+  awk -v min="$min" -v max="$max" -v f="$factor" -v budget="$budget" -v lo="$min_it" -v hi="$max_it" \
+    -v warm="$warmup" '
+    function iters(s,   it) {
+      it = 1
+      while (it * 2 * s <= budget) it *= 2
+      if (it < lo) it = lo
+      if (it > hi) it = hi
+      return it
+    }
+    function flush() {
+      if (first == "") return
+      w = warm != "" ? warm : int(cur / 5)
+      if (warm == "" && w < 2) w = 2
+      if (warm == "" && w > 20) w = 20
+      printf "%d %d %d %d\n", first, last, cur, w
+    }
+    BEGIN {
+      first = ""
+      for (s = min; s <= max; ) {
+        it = iters(s)
+        if (first != "" && it != cur) { flush(); first = "" }
+        if (first == "") { first = s; cur = it }
+        last = s
+        n = int(s * f); s = (n > s) ? n : s + 1
+      }
+      flush()
+    }'
+}
+
+# cmp_parse_nccl < output > rows
+# Turns nccl-tests style tables into "size busbw time_us wrong" rows (out-of-place columns), sorted by size.
+# Accepts launcher tags ("[0] ", "[rank 1] "), nccl-tests with or without the root column and with or without the
+# in-place half, and our drivers' 8-column table. When a size appears more than once (repeats, or several ranks
+# printing) the row with the median busbw is kept.
+cmp_parse_nccl() {
+  awk '
+    function isint(x) { return x ~ /^-?[0-9]+$/ }
+    function isnum(x) { return x ~ /^-?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/ }
+    {
+      sub(/\r$/, "")
+      line = $0
+      sub(/^[ \t]*\[[^]]*\][ \t]*/, "", line)
+      if (line ~ /^[ \t]*(#|$)/) next
+      $0 = line
+      if (NF < 8 || !isint($1) || !isint($2) || isnum($3) || isnum($4)) next
+      # Data columns come in groups of four (time algbw busbw #wrong); an odd one before them is the root column.
+      base = ((NF - 4) % 4 == 1) ? 5 : 4
+      if (!isnum($(base + 1)) || !isnum($(base + 3))) next
+      print $1, $(base + 3), $(base + 1), $(base + 4)
+    }' | sort -n -k1,1 -k2,2g | awk '
+    function emit(   m) { if (n) { m = int((n + 1) / 2); print rows[m] } n = 0 }
+    $1 != prev { emit() }
+    { rows[++n] = $0; prev = $1 }
+    END { emit() }'
+}
+
+# cmp_parse_stream < stream_add output > rows "size add_GBps memcpy_GBps"
+cmp_parse_stream() {
+  awk '!/^[ \t]*#/ && NF >= 3 && $1 ~ /^[0-9]+$/ { print $1, $2, $3 }'
+}
+
+# cmp_report A_ROWS B_ROWS A_NAME B_NAME "RULES"
+# Side-by-side table of two parsed row files. The ratio is B time / A time, which equals A busbw / B busbw for the
+# same size but stays exact where busbw rounds to 0.00. RULES are "MIN-MAX:X" words (sizes with K/M/G suffixes):
+# in that size range A passes when ratio >= X. So "busbw >= 2x" is 2, and "A time <= B time" is 1. Sizes outside
+# every rule get no verdict. A row with wrong results fails whatever its speed.
+cmp_report() {
+  local a=$1 b=$2 an=$3 bn=$4 rules_in=$5 rules="" r lo hi x
+  for r in $rules_in; do
+    lo=${r%%-*} hi=${r#*-} hi=${hi%%:*} x=${r##*:}
+    rules+="$(cmp_bytes "$lo"):$(cmp_bytes "$hi"):$x "
+  done
+  awk -v an="$an" -v bn="$bn" -v rules="$rules" '
+    function human(b) {
+      if (b >= 1073741824 && b % 1073741824 == 0) return (b / 1073741824) "G"
+      if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) "M"
+      if (b >= 1024 && b % 1024 == 0) return (b / 1024) "K"
+      return b
+    }
+    function ftime(t) { return t == "" ? "-" : sprintf(t >= 10000 ? "%.0f" : (t >= 100 ? "%.1f" : "%.2f"), t) }
+    function fbw(x) { return x == "" ? "-" : sprintf("%.2f", x) }
+    FILENAME == ARGV[1] { at[$1] = $3; abw[$1] = $2; aw[$1] = $4; seen[$1] = 1; next }
+    { bt[$1] = $3; bbw[$1] = $2; bw[$1] = $4; seen[$1] = 1 }
+    END {
+      nr = split(rules, rr, " ")
+      for (i = 1; i <= nr; i++) { split(rr[i], p, ":"); rlo[i] = p[1]; rhi[i] = p[2]; rx[i] = p[3] }
+      n = 0
+      for (s in seen) sizes[++n] = s + 0
+      for (i = 2; i <= n; i++) { v = sizes[i]; for (j = i - 1; j >= 1 && sizes[j] > v; j--) sizes[j + 1] = sizes[j]; sizes[j + 1] = v }
+      printf "%8s  %12s %12s  %12s %12s  %8s  %7s  %s\n", "size", an " us", an " busbw", bn " us", bn " busbw",
+             "ratio", "target", "result"
+      npass = nfail = nna = 0
+      for (k = 1; k <= n; k++) {
+        s = sizes[k]
+        ratio = ""
+        if (at[s] != "" && bt[s] != "" && at[s] > 0) ratio = bt[s] / at[s]
+        else if (abw[s] != "" && bbw[s] > 0) ratio = abw[s] / bbw[s]
+        target = ""
+        for (i = 1; i <= nr; i++) if (s >= rlo[i] && s <= rhi[i]) { target = rx[i]; rule = i }
+        verdict = "-"
+        if ((aw[s] ~ /^[0-9]+$/ && aw[s] > 0) || (bw[s] ~ /^[0-9]+$/ && bw[s] > 0)) verdict = "WRONG"
+        else if (target != "" && ratio == "") verdict = "n/a"
+        else if (target != "") verdict = (ratio >= target) ? "PASS" : "FAIL"
+        if (target != "" && verdict == "PASS") { npass++; rpass[rule]++ }
+        if (target != "" && (verdict == "FAIL" || verdict == "WRONG")) { nfail++; rfail[rule]++ }
+        if (verdict == "n/a") { nna++; rna[rule]++ }
+        if (target != "" && ratio != "") { rlog[rule] += log(ratio); rcnt[rule]++; if (rmin[rule] == "" || ratio < rmin[rule]) rmin[rule] = ratio }
+        printf "%8s  %12s %12s  %12s %12s  %8s  %7s  %s\n", human(s), ftime(at[s]), fbw(abw[s]), ftime(bt[s]),
+               fbw(bbw[s]), ratio == "" ? "-" : sprintf("%.2fx", ratio), target == "" ? "-" : sprintf(">=%.2fx", target),
+               verdict
+      }
+      for (i = 1; i <= nr; i++) {
+        printf "target %s..%s: %s/%s ratio >= %.2fx: %d/%d sizes pass", human(rlo[i]), human(rhi[i]), an, bn,
+               rx[i], rpass[i] + 0, rpass[i] + rfail[i]
+        if (rna[i]) printf " (%d without data)", rna[i]
+        if (rcnt[i]) printf ", min %.2fx, geomean %.2fx", rmin[i], exp(rlog[i] / rcnt[i])
+        printf "\n"
+      }
+      printf "overall: %d PASS, %d FAIL, %d without data\n", npass, nfail, nna
+    }' "$a" "$b"
+}
+
+# cmp_run LOG CMD... : shows the command, runs it under CMP_TIMEOUT, copies its output to the terminal and LOG.
+cmp_run() {
+  local log=$1
+  shift
+  local nice_cmd
+  mapfile -t nice_cmd < <(cmp_nice_prefix)
+  cmp_show_cmd "${nice_cmd[@]}" "$@" | tee -a "$log"
+  # stdin from /dev/null: mpirun forwards stdin to rank 0 and would swallow the caller's `while read` input.
+  timeout --kill-after=10 "$CMP_TIMEOUT" "${nice_cmd[@]}" "$@" </dev/null 2>&1 | tee -a "$log"
+  local rc=${PIPESTATUS[0]}
+  ((rc == 0)) || printf '# command failed with exit code %d\n' "$rc" | tee -a "$log"
+  return "$rc"
+}
+
+# cmp_launch_local N LOG CMD... : starts N ranks of CMD on this host with TERN_RANK/TERN_WORLD_SIZE set (what
+# gloo_allreduce reads), then prints their outputs tagged "[r] " the way a launcher would. Returns the first
+# non-zero exit code.
+cmp_launch_local() {
+  local n=$1 log=$2
+  shift 2
+  local r rc=0 s tmp
+  tmp=$(mktemp -d)
+  local nice_cmd
+  mapfile -t nice_cmd < <(cmp_nice_prefix)
+  cmp_show_cmd "TERN_RANK=0..$((n - 1))" "TERN_WORLD_SIZE=$n" "${nice_cmd[@]}" "$@" | tee -a "$log"
+  local pids=()
+  for ((r = 0; r < n; r++)); do
+    TERN_RANK=$r TERN_WORLD_SIZE=$n TERN_LOCAL_RANK=$r timeout --kill-after=10 "$CMP_TIMEOUT" "${nice_cmd[@]}" "$@" \
+      </dev/null >"$tmp/$r.out" 2>&1 &
+    pids+=($!)
+  done
+  for r in "${!pids[@]}"; do
+    wait "${pids[$r]}"
+    s=$?
+    ((s != 0 && rc == 0)) && rc=$s
+  done
+  for ((r = 0; r < n; r++)); do sed "s/^/[$r] /" "$tmp/$r.out"; done | tee -a "$log"
+  rm -rf "$tmp"
+  ((rc == 0)) || printf '# command failed with exit code %d\n' "$rc" | tee -a "$log"
+  return "$rc"
+}
+
+# cmp_machine_info : what a reader needs to judge the numbers.
+cmp_machine_info() {
+  local model
+  model=$(lscpu 2>/dev/null | sed -n 's/^Model name:[ \t]*//p' | head -n1)
+  [[ -n $model ]] || model=$(sed -n 's/^model name[ \t]*:[ \t]*//p' /proc/cpuinfo | head -n1)
+  echo "# date:      $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "# host:      $(uname -n), $(uname -sr)"
+  echo "# cpu:       ${model:-unknown}, nproc=$(nproc), $(lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor:[ \t]*/hypervisor /p')"
+  echo "# caches:    $(lscpu 2>/dev/null | awk -F: '/^L[23] cache/ { gsub(/^[ \t]+/, "", $2); printf "%s %s  ", $1, $2 }')"
+  echo "# memory:    $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+  echo "# load:      $(cut -d' ' -f1-3 /proc/loadavg)"
+  local gloo mpi
+  gloo=$(dpkg-query -W -f='${Version}' libgloo-dev 2>/dev/null || true)
+  mpi=$(mpirun --version 2>/dev/null | head -n1 || true)
+  echo "# gloo:      ${gloo:-unknown}    mpi: ${mpi:-not found}"
+  if [[ -n $CMP_NICE ]]; then echo "# nice:      tools run under nice -n $CMP_NICE"; fi
+}
+
+# cmp_busy_note WHEN : samples the whole machine's CPU use for a second. Anything else running (a compile, another
+# benchmark) shares the cores with the ranks and makes every number here noisy, so the report says so up front.
+cmp_busy_note() {
+  local a b
+  a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat)
+  sleep 1
+  b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat)
+  awk -v a="$a" -v b="$b" -v when="$1" 'BEGIN {
+    split(a, x, " "); split(b, y, " ")
+    busy = (y[2] > x[2]) ? 100 * (y[1] - x[1]) / (y[2] - x[2]) : 0
+    note = (busy > 10) ? "  (other work is running: expect noisy numbers)" : ""
+    printf "# cpu busy %s: %.0f%%%s\n", when, busy, note
+  }'
+}
+
+# cmp_resolve_build DIR : the build directory, as given or relative to the repository root.
+cmp_resolve_build() {
+  local d=$1 root
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  if [[ -d $d ]]; then
+    (cd "$d" && pwd)
+  elif [[ -d $root/$d ]]; then
+    (cd "$root/$d" && pwd)
+  else
+    echo "$d"
+  fi
+}

@@ -1,0 +1,382 @@
+// gloo_allreduce: the Gloo baseline for tern's TCP allreduce claims.
+//
+// Prints a table in the nccl-tests style (one row per message size) so perf/compare/common.sh parses it with the
+// same code as tern's all_reduce_perf. Deliberately standalone: it must not link tern, because it exists to measure
+// something tern is compared against, and it has to build while tern itself is mid-edit.
+//
+//   gloo_allreduce --rank R --size N --store DIR -b 1M -e 256M -f 2 -n 20 -w 5 [--algo ring] [-J out.json]
+//
+// Rank/size fall back to TERN_RANK/TERN_WORLD_SIZE (our launcher) and then OMPI_COMM_WORLD_RANK/SIZE (mpirun).
+
+#include <gloo/allreduce.h>
+#include <gloo/allreduce_bcube.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/barrier.h>
+#include <gloo/config.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Parses "256M", "4k", "1G", "8" into bytes. Suffixes are powers of 1024, exactly as nccl-tests' -b/-e, so the same
+// command-line spelling gives the same byte counts in both tools.
+std::optional<size_t> ParseBytes(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (end == s.c_str()) return std::nullopt;
+  size_t mult = 1;
+  const std::string suffix(end);
+  if (suffix == "K" || suffix == "k") {
+    mult = 1ull << 10;
+  } else if (suffix == "M" || suffix == "m") {
+    mult = 1ull << 20;
+  } else if (suffix == "G" || suffix == "g") {
+    mult = 1ull << 30;
+  } else if (!suffix.empty()) {
+    return std::nullopt;
+  }
+  return static_cast<size_t>(v) * mult;
+}
+
+// First set environment variable among `names`, parsed as an int.
+std::optional<int> EnvInt(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  return std::nullopt;
+}
+
+struct Options {
+  int rank = -1;
+  int size = -1;
+  std::string store;
+  std::string prefix = "gloo_allreduce";
+  std::string host = "127.0.0.1";
+  std::string iface;
+  std::string algo = "ring";
+  std::string min_bytes = "1M";
+  std::string max_bytes = "256M";
+  double step_factor = 2.0;
+  int iters = 20;
+  int warmup = 5;
+  int check = 1;
+  int average = 1;
+  int timeout_s = 600;
+  std::string json;
+};
+
+// nccl-tests' time formatting: keep the column 7 wide whatever the magnitude.
+std::string FormatTime(double us) {
+  char buf[32];
+  if (us >= 10000.0) {
+    std::snprintf(buf, sizeof(buf), "%7.0f", us);
+  } else if (us >= 100.0) {
+    std::snprintf(buf, sizeof(buf), "%7.1f", us);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%7.2f", us);
+  }
+  return buf;
+}
+
+struct Record {
+  size_t bytes;
+  size_t count;
+  double time_us;
+  double algbw;
+  double busbw;
+  long wrong;  // -1: not checked
+};
+
+void WriteJson(const std::string& path, const std::vector<Record>& records) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "gloo_allreduce: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    return;
+  }
+  std::fprintf(f, "[\n");
+  for (size_t i = 0; i < records.size(); ++i) {
+    const Record& r = records[i];
+    std::fprintf(f, "  {\"size\": %zu, \"count\": %zu, \"time_us\": %.3f, \"algbw\": %.4f, \"busbw\": %.4f, ", r.bytes,
+                 r.count, r.time_us, r.algbw, r.busbw);
+    if (r.wrong < 0) {
+      std::fprintf(f, "\"wrong\": null}%s\n", i + 1 < records.size() ? "," : "");
+    } else {
+      std::fprintf(f, "\"wrong\": %ld}%s\n", r.wrong, i + 1 < records.size() ? "," : "");
+    }
+  }
+  std::fprintf(f, "]\n");
+  std::fclose(f);
+}
+
+// Value rank `rank` contributes at element i. Small integers, so every partial sum is exact in float32 regardless of
+// the order in which the algorithm adds them; a prime period so a misplaced chunk shows up as wrong values.
+inline float InputValue(int rank, size_t i) { return static_cast<float>((rank + 1) * static_cast<int>(i % 1021 + 1)); }
+
+using ReduceFn = void (*)(void*, const void*, const void*, size_t);
+
+// Builds the per-size "run one allreduce" closure. Legacy algorithms (gloo::AllreduceRing & co.) are constructed once
+// per size because they pre-register their buffers with the pairs; that is how they are meant to be used and what
+// would be cached in a real application. The gloo::allreduce() API (what PyTorch's ProcessGroupGloo calls) is
+// rebuilt per call, as its callers do.
+std::function<void()> MakeAllreduce(const std::string& algo, const std::shared_ptr<gloo::Context>& ctx, float* data,
+                                    size_t count, std::shared_ptr<gloo::Algorithm>* keep_alive) {
+  const std::vector<float*> ptrs{data};
+  const int icount = static_cast<int>(count);
+  if (algo == "ring") {
+    *keep_alive = std::make_shared<gloo::AllreduceRing<float>>(ctx, ptrs, icount);
+  } else if (algo == "ring_chunked") {
+    *keep_alive = std::make_shared<gloo::AllreduceRingChunked<float>>(ctx, ptrs, icount);
+  } else if (algo == "halving_doubling") {
+    *keep_alive = std::make_shared<gloo::AllreduceHalvingDoubling<float>>(ctx, ptrs, icount);
+  } else if (algo == "bcube") {
+    *keep_alive = std::make_shared<gloo::AllreduceBcube<float>>(ctx, ptrs, icount);
+  } else if (algo == "opts_ring" || algo == "opts_bcube") {
+    const auto which =
+        algo == "opts_ring" ? gloo::AllreduceOptions::Algorithm::RING : gloo::AllreduceOptions::Algorithm::BCUBE;
+    return [ctx, data, count, which]() {
+      gloo::AllreduceOptions opts(ctx);
+      opts.setAlgorithm(which);
+      opts.setOutput(data, count);
+      opts.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<float>));
+      gloo::allreduce(opts);
+    };
+  } else {
+    throw std::invalid_argument("unknown --algo " + algo);
+  }
+  gloo::Algorithm* alg = keep_alive->get();
+  return [alg]() { alg->run(); };
+}
+
+void Barrier(const std::shared_ptr<gloo::Context>& ctx) {
+  gloo::BarrierOptions opts(ctx);
+  gloo::barrier(opts);
+}
+
+// Per-rank statistics combined across ranks: {sum, min, max, rank 0's} of the time and the total number of wrong
+// elements.
+struct Stats {
+  double sum_s, min_s, max_s, rank0_s, wrong;
+};
+
+// Element-wise allreduce of a few doubles. Gloo splits buffers into per-rank segments and calls the reduce function
+// on each piece, so the function must be strictly element-wise (one struct-wide function would read past a piece).
+void AllreduceDoubles(const std::shared_ptr<gloo::Context>& ctx, double* v, size_t n, ReduceFn fn) {
+  gloo::AllreduceOptions opts(ctx);
+  opts.setOutput(v, n);
+  opts.setReduceFunction(fn);
+  gloo::allreduce(opts);
+}
+
+Stats ReduceStats(const std::shared_ptr<gloo::Context>& ctx, double seconds, long wrong) {
+  double sums[3] = {seconds, ctx->rank == 0 ? seconds : 0.0, static_cast<double>(wrong)};
+  double lo = seconds, hi = seconds;
+  AllreduceDoubles(ctx, sums, 3, static_cast<ReduceFn>(&gloo::sum<double>));
+  AllreduceDoubles(ctx, &lo, 1, static_cast<ReduceFn>(&gloo::min<double>));
+  AllreduceDoubles(ctx, &hi, 1, static_cast<ReduceFn>(&gloo::max<double>));
+  return Stats{sums[0], lo, hi, sums[1], sums[2]};
+}
+
+// The time a row reports, chosen by -a exactly as nccl-tests (and tern's all_reduce_perf) do, so the tools compare
+// like with like: 0 rank 0's, 1 the average over ranks (the default), 2 the minimum, 3 the maximum.
+double PickTime(const Stats& st, int average, int nranks) {
+  switch (average) {
+    case 0:
+      return st.rank0_s;
+    case 2:
+      return st.min_s;
+    case 3:
+      return st.max_s;
+    default:
+      return st.sum_s / nranks;
+  }
+}
+
+int Run(const Options& o) {
+  const auto min_bytes = ParseBytes(o.min_bytes);
+  const auto max_bytes = ParseBytes(o.max_bytes);
+  if (!min_bytes || !max_bytes || *min_bytes > *max_bytes || o.step_factor <= 1.0) {
+    std::fprintf(stderr, "gloo_allreduce: bad size range -b %s -e %s -f %g\n", o.min_bytes.c_str(), o.max_bytes.c_str(),
+                 o.step_factor);
+    return 2;
+  }
+  // The legacy algorithms keep byte counts in an int (AllreduceRing::bytes_), so 2 GiB and up would silently wrap.
+  if (*max_bytes >= (size_t{1} << 31)) {
+    std::fprintf(stderr, "gloo_allreduce: sizes must stay below 2 GiB (Gloo stores byte counts as int)\n");
+    return 2;
+  }
+
+  gloo::transport::tcp::attr attr;
+  if (!o.iface.empty()) {
+    attr.iface = o.iface;
+  } else {
+    attr.hostname = o.host;
+  }
+  attr.ai_family = AF_INET;
+  auto dev = gloo::transport::tcp::CreateDevice(attr);
+
+  std::error_code ec;
+  std::filesystem::create_directories(o.store, ec);  // FileStore needs the directory to exist.
+  gloo::rendezvous::FileStore file_store(o.store);
+  gloo::rendezvous::PrefixStore store(o.prefix, file_store);
+  auto ctx = std::make_shared<gloo::rendezvous::Context>(o.rank, o.size);
+  ctx->setTimeout(std::chrono::seconds(o.timeout_s));
+  ctx->connectFullMesh(store, dev);
+  Barrier(ctx);
+  // Everyone has read everyone's address: drop our keys so the same --store directory can be reused by the next run
+  // (a stale key would otherwise hand the next run a dead address).
+  for (const auto& path : file_store.getAllKeyFilePaths()) std::filesystem::remove(path, ec);
+
+  const int n = o.size;
+  const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+  if (o.rank == 0) {
+    std::printf(
+        "# gloo_allreduce: Gloo %d.%d.%d, algo=%s, transport=tcp (%s), nranks=%d, iters=%d, warmup=%d, "
+        "check=%d, average=%d, in-place\n",
+        GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH, o.algo.c_str(),
+        o.iface.empty() ? o.host.c_str() : ("iface " + o.iface).c_str(), n, o.iters, o.warmup, o.check, o.average);
+    std::printf("#\n");
+    std::printf("#       size         count      type   redop     time   algbw   busbw #wrong\n");
+    std::printf("#        (B)    (elements)                        (us)  (GB/s)  (GB/s)\n");
+    std::fflush(stdout);
+  }
+
+  // One buffer sized for the largest message, first-touched up front so page faults stay out of the timings.
+  const size_t max_count = *max_bytes / sizeof(float);
+  std::vector<float> buf(std::max<size_t>(max_count, 1), 0.0f);
+
+  std::vector<Record> records;
+  double busbw_sum = 0;
+  for (size_t bytes = *min_bytes; bytes <= *max_bytes;) {
+    const size_t count = bytes / sizeof(float);
+    if (count > 0) {
+      float* data = buf.data();
+      std::shared_ptr<gloo::Algorithm> keep_alive;
+      auto allreduce = MakeAllreduce(o.algo, ctx, data, count, &keep_alive);
+
+      long wrong = -1;
+      if (o.check) {
+        for (size_t i = 0; i < count; ++i) data[i] = InputValue(o.rank, i);
+        allreduce();
+        wrong = 0;
+        const float ranks_sum = static_cast<float>(n * (n + 1) / 2);
+        for (size_t i = 0; i < count; ++i) {
+          if (data[i] != ranks_sum * static_cast<float>(i % 1021 + 1)) ++wrong;
+        }
+      }
+      // In-place iterations keep multiplying the data by n; start from the input pattern so values stay normal
+      // floats for the warmup (they may reach inf late in long runs, which costs x86 nothing, unlike denormals).
+      for (size_t i = 0; i < count; ++i) data[i] = InputValue(o.rank, i);
+      for (int i = 0; i < o.warmup; ++i) allreduce();
+      Barrier(ctx);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < o.iters; ++i) allreduce();
+      const auto t1 = std::chrono::steady_clock::now();
+      const Stats st = ReduceStats(ctx, std::chrono::duration<double>(t1 - t0).count() / o.iters, std::max(wrong, 0L));
+
+      const double sec = PickTime(st, o.average, n);
+      const double algbw = static_cast<double>(count * sizeof(float)) / 1e9 / sec;
+      const long wrong_all = o.check ? static_cast<long>(st.wrong) : -1;
+      Record r{count * sizeof(float), count, sec * 1e6, algbw, algbw * bus_factor, wrong_all};
+      records.push_back(r);
+      busbw_sum += r.busbw;
+      if (o.rank == 0) {
+        std::printf("%12zu  %12zu  %8s  %6s  %7s  %6.2f  %6.2f  %5s\n", r.bytes, r.count, "float", "sum",
+                    FormatTime(r.time_us).c_str(), r.algbw, r.busbw,
+                    r.wrong < 0 ? "N/A" : std::to_string(r.wrong).c_str());
+        std::fflush(stdout);
+      }
+    }
+    const size_t next = static_cast<size_t>(static_cast<double>(bytes) * o.step_factor);
+    bytes = next > bytes ? next : bytes + 1;
+  }
+
+  long total_wrong = 0;
+  for (const auto& r : records) total_wrong += std::max(r.wrong, 0L);
+  if (o.rank == 0) {
+    std::printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+    std::printf("# Avg bus bandwidth    : %g\n", records.empty() ? 0.0 : busbw_sum / records.size());
+    std::printf("#\n");
+    if (!o.json.empty()) WriteJson(o.json, records);
+  }
+  Barrier(ctx);
+  return total_wrong ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"Gloo allreduce (float32 sum) over TCP, nccl-tests style table"};
+  app.add_option("--rank", o.rank, "this process's rank (default: TERN_RANK, OMPI_COMM_WORLD_RANK)");
+  app.add_option("--size", o.size, "number of ranks (default: TERN_WORLD_SIZE, OMPI_COMM_WORLD_SIZE)");
+  app.add_option("--store", o.store, "FileStore rendezvous directory shared by all ranks");
+  app.add_option("--prefix", o.prefix, "key prefix inside the store (distinct concurrent jobs need distinct ones)")
+      ->capture_default_str();
+  app.add_option("--host", o.host, "address to bind the TCP device to")->capture_default_str();
+  app.add_option("--iface", o.iface, "network interface to bind to (overrides --host)");
+  app.add_option("--algo", o.algo, "ring | ring_chunked | halving_doubling | bcube | opts_ring | opts_bcube")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"ring", "ring_chunked", "halving_doubling", "bcube", "opts_ring", "opts_bcube"}));
+  app.add_option("-b,--minbytes", o.min_bytes, "smallest message, bytes (K/M/G suffixes)")->capture_default_str();
+  app.add_option("-e,--maxbytes", o.max_bytes, "largest message, bytes (K/M/G suffixes)")->capture_default_str();
+  app.add_option("-f,--stepfactor", o.step_factor, "multiply the size by this each step")->capture_default_str();
+  app.add_option("-n,--iters", o.iters, "timed iterations per size")->capture_default_str();
+  app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size")->capture_default_str();
+  app.add_option("-c,--check", o.check, "verify the result once per size (0/1)")->capture_default_str();
+  app.add_option("-a,--average", o.average, "time reported: 0 rank 0, 1 average, 2 min, 3 max across ranks")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3));
+  app.add_option("--timeout", o.timeout_s, "Gloo operation timeout, seconds")->capture_default_str();
+  app.add_option("-J,--json", o.json, "also write the rows as a JSON list (rank 0)");
+  CLI11_PARSE(app, argc, argv);
+
+  if (o.rank < 0) o.rank = EnvInt({"TERN_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}).value_or(-1);
+  if (o.size < 0) o.size = EnvInt({"TERN_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}).value_or(-1);
+  if (o.rank < 0 || o.size < 1 || o.rank >= o.size) {
+    std::fprintf(stderr, "gloo_allreduce: need --rank/--size (or TERN_RANK/TERN_WORLD_SIZE), got rank=%d size=%d\n",
+                 o.rank, o.size);
+    return 2;
+  }
+  if (o.store.empty()) {
+    // Under mpirun every rank sees the same job id, which makes a safe private default.
+    if (const char* job = std::getenv("OMPI_MCA_ess_base_jobid")) {
+      o.store = std::filesystem::temp_directory_path() / ("gloo_allreduce." + std::string(job));
+    } else {
+      std::fprintf(stderr, "gloo_allreduce: --store DIR is required (a directory every rank can see)\n");
+      return 2;
+    }
+  }
+  if (o.iters < 1 || o.warmup < 0) {
+    std::fprintf(stderr, "gloo_allreduce: -n must be >= 1 and -w >= 0\n");
+    return 2;
+  }
+  try {
+    return Run(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gloo_allreduce[%d]: %s\n", o.rank, e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,179 @@
+// stream_add: this machine's single-thread streaming bandwidth, the ceiling for shared-memory collectives.
+//
+// A 2-rank shm allreduce is at heart c[i] = a[i] + b[i] over buffers it does not own in cache, so one core's
+// streaming-add rate bounds what one rank can reduce. Reported STREAM-style: add counts 3 x bytes (read a, read b,
+// write c), memcpy counts 2 x bytes. Best of several runs, since the question is "how fast can this core go", not
+// "how fast does it usually go".
+//
+//   stream_add                       # 256 MiB arrays
+//   stream_add -b 1M -e 256M -f 2    # per-size table (small sizes show cache, not DRAM, bandwidth)
+
+#include <sys/mman.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Parses "256M", "4k", "1G", "8" into bytes; suffixes are powers of 1024 like the other drivers' -b/-e.
+std::optional<size_t> ParseBytes(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (end == s.c_str()) return std::nullopt;
+  size_t mult = 1;
+  const std::string suffix(end);
+  if (suffix == "K" || suffix == "k") {
+    mult = 1ull << 10;
+  } else if (suffix == "M" || suffix == "m") {
+    mult = 1ull << 20;
+  } else if (suffix == "G" || suffix == "g") {
+    mult = 1ull << 30;
+  } else if (!suffix.empty()) {
+    return std::nullopt;
+  }
+  return static_cast<size_t>(v) * mult;
+}
+
+// Kept out of line so the compiler cannot merge repeated passes or hoist them out of the timing loop.
+__attribute__((noinline)) void Add(float* __restrict c, const float* __restrict a, const float* __restrict b,
+                                   size_t n) {
+  for (size_t i = 0; i < n; ++i) c[i] = a[i] + b[i];
+}
+
+float* AllocArray(size_t bytes) {
+  // 2 MiB alignment lets THP back the arrays with huge pages, as a large collective buffer would typically be.
+  const size_t align = size_t{2} << 20;
+  const size_t rounded = (bytes + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded);
+  if (p == nullptr) return nullptr;
+  madvise(p, rounded, MADV_HUGEPAGE);
+  return static_cast<float*>(p);
+}
+
+const char* Isa() {
+#if defined(__AVX512F__)
+  return "avx512";
+#elif defined(__AVX2__)
+  return "avx2";
+#else
+  return "sse2";
+#endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string min_str = "256M";
+  std::string max_str = "256M";
+  double factor = 2.0;
+  int runs = 10;
+  double min_run_ms = 20.0;
+  std::string json;
+  CLI::App app{"single-thread streaming add (c = a + b, float32) and memcpy bandwidth"};
+  app.add_option("-b,--minbytes", min_str, "smallest array, bytes per array (K/M/G suffixes)")->capture_default_str();
+  app.add_option("-e,--maxbytes", max_str, "largest array, bytes per array (K/M/G suffixes)")->capture_default_str();
+  app.add_option("-f,--stepfactor", factor, "multiply the size by this each step")->capture_default_str();
+  app.add_option("-r,--runs", runs, "runs per size; the best is reported")->capture_default_str();
+  app.add_option("--min-run-ms", min_run_ms, "repeat the kernel within a run until it lasts this long")
+      ->capture_default_str();
+  app.add_option("-J,--json", json, "also write the rows as a JSON list");
+  CLI11_PARSE(app, argc, argv);
+
+  const auto min_bytes = ParseBytes(min_str);
+  const auto max_bytes = ParseBytes(max_str);
+  if (!min_bytes || !max_bytes || *min_bytes > *max_bytes || *min_bytes < sizeof(float) || factor <= 1.0 || runs < 1) {
+    std::fprintf(stderr, "stream_add: bad arguments\n");
+    return 2;
+  }
+
+  float* a = AllocArray(*max_bytes);
+  float* b = AllocArray(*max_bytes);
+  float* c = AllocArray(*max_bytes);
+  if (a == nullptr || b == nullptr || c == nullptr) {
+    std::fprintf(stderr, "stream_add: out of memory\n");
+    return 1;
+  }
+  // First touch (and distinct values) before any timing so page faults are not measured.
+  const size_t max_count = *max_bytes / sizeof(float);
+  for (size_t i = 0; i < max_count; ++i) {
+    a[i] = static_cast<float>(i & 1023);
+    b[i] = 1.0f;
+    c[i] = 0.0f;
+  }
+
+  std::printf("# stream_add: 1 thread, float32, %s build, best of %d runs (each >= %.0f ms)\n", Isa(), runs,
+              min_run_ms);
+  std::printf("# add counts 3 x size bytes (a, b read, c written); memcpy counts 2 x size bytes\n");
+  std::printf("#       size    add(GB/s)  memcpy(GB/s)\n");
+
+  struct Row {
+    size_t bytes;
+    double add;
+    double copy;
+  };
+  std::vector<Row> rows;
+  for (size_t bytes = *min_bytes; bytes <= *max_bytes;) {
+    const size_t count = bytes / sizeof(float);
+    const size_t used = count * sizeof(float);
+    // Times `kernel` as the best over `runs` runs, each repeating it enough to last min_run_ms so small (cache
+    // resident) sizes are not dominated by timer overhead. Returns seconds per kernel call.
+    auto best_of = [&](auto&& kernel) {
+      size_t reps = 1;
+      for (;;) {  // calibrate the repetition count once
+        const auto t0 = std::chrono::steady_clock::now();
+        for (size_t r = 0; r < reps; ++r) kernel();
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (ms >= min_run_ms || reps >= (size_t{1} << 30)) break;
+        reps = ms <= 0 ? reps * 16 : std::max(reps * 2, static_cast<size_t>(reps * min_run_ms / ms * 1.1));
+      }
+      double best = 1e30;
+      for (int run = 0; run < runs; ++run) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (size_t r = 0; r < reps; ++r) {
+          kernel();
+          asm volatile("" ::: "memory");  // each pass must really happen
+        }
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        best = std::min(best, s / static_cast<double>(reps));
+      }
+      return best;
+    };
+    const double add_s = best_of([&]() { Add(c, a, b, count); });
+    // Guards against a miscompiled or elided kernel: the last pass must have left a + b behind.
+    if (c[count - 1] != a[count - 1] + b[count - 1] || c[0] != a[0] + b[0]) {
+      std::fprintf(stderr, "stream_add: kernel produced wrong values\n");
+      return 1;
+    }
+    const double copy_s = best_of([&]() { std::memcpy(c, a, used); });
+    Row row{used, 3.0 * used / 1e9 / add_s, 2.0 * used / 1e9 / copy_s};
+    rows.push_back(row);
+    std::printf("%12zu  %11.2f  %12.2f\n", row.bytes, row.add, row.copy);
+    std::fflush(stdout);
+    const size_t next = static_cast<size_t>(static_cast<double>(bytes) * factor);
+    bytes = next > bytes ? next : bytes + 1;
+  }
+
+  if (!json.empty()) {
+    if (FILE* f = std::fopen(json.c_str(), "w")) {
+      std::fprintf(f, "[\n");
+      for (size_t i = 0; i < rows.size(); ++i) {
+        std::fprintf(f, "  {\"size\": %zu, \"add_GBps\": %.3f, \"memcpy_GBps\": %.3f}%s\n", rows[i].bytes, rows[i].add,
+                     rows[i].copy, i + 1 < rows.size() ? "," : "");
+      }
+      std::fprintf(f, "]\n");
+      std::fclose(f);
+    }
+  }
+  std::free(a);
+  std::free(b);
+  std::free(c);
+  return 0;
+}

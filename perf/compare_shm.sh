@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# tern vs Open MPI allreduce over shared memory on one host, same sizes, one invocation.
+#
+#   perf/compare_shm.sh [BUILD_DIR=build]
+#
+# Section 1: 2 ranks, 8 B..256 MB. tern's all_reduce_perf (shared memory enabled) against
+#   mpirun --bind-to core -np 2 mpi_allreduce (pml ob1, btl vader: Open MPI's shared-memory path).
+#   Targets: tern busbw >= 2x MPI for 1 MB..256 MB, tern time <= MPI time for 8 B..64 KB.
+#   Also reports tern and MPI busbw as a fraction of this core's streaming-add bandwidth (stream_add).
+# Section 2: 4 ranks on however many cores there are (oversubscribed on small machines), 1 MB..64 MB,
+#   mpirun --oversubscribe --bind-to none. Target: tern >= MPI.
+# It is a benchmark, not a test: the exit code is 0 whatever the ratios and non-zero only when a tool failed or
+# produced no numbers. Runs of the two tools alternate size group by size group so both see the same machine state.
+#
+# Environment (defaults in brackets):
+#   MINBYTES [8] MAXBYTES [256M] STEPFACTOR [2]          section 1 sweep (K/M/G suffixes, powers of 1024)
+#   ITER_BYTES [4G] MIN_ITERS [5] MAX_ITERS [2000]        iterations per size ~ ITER_BYTES/size, clamped
+#   BW_TARGET [2] BW_RANGE [1M-256M] LAT_TARGET [1] LAT_RANGE [8-64K]
+#   OVERSUB [1] OVERSUB_NP [4] OVERSUB_MINBYTES [1M] OVERSUB_MAXBYTES [64M] OVERSUB_ITER_BYTES [1G]
+#   OVERSUB_MAX_ITERS [200] OVERSUB_TARGET [1]
+#   STREAM [1]: run stream_add over the section 1 sizes >= 1M
+#   WARMUP [iters/5, 2..20]   REPEATS [1] (median row per size)
+#   MPI_MCA ["--mca pml ob1 --mca btl vader,self"]   MPI_ARGS: more mpirun arguments (e.g. "-x VAR=value")
+#   TERN_RUN TERN_PERF MPI_ALLREDUCE STREAM_ADD MPIRUN   binaries [BUILD_DIR/bin/..., mpirun]
+#   TERN_RUN_ARGS TERN_ARGS MPI_DRIVER_ARGS   extra arguments for tern's launcher / all_reduce_perf / mpi_allreduce
+#   RESULTS_DIR [BUILD_DIR/perf-compare/shm-DATE]   CMP_TIMEOUT [900]
+#   CMP_NICE [unset]: run every tool under `nice -n CMP_NICE` (negative, as root, on a machine shared with builds)
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=compare/common.sh
+source "$here/compare/common.sh"
+
+build=$(cmp_resolve_build "${1:-build}")
+MINBYTES=${MINBYTES:-8} MAXBYTES=${MAXBYTES:-256M} STEPFACTOR=${STEPFACTOR:-2}
+ITER_BYTES=${ITER_BYTES:-4G} MIN_ITERS=${MIN_ITERS:-5} MAX_ITERS=${MAX_ITERS:-2000} WARMUP=${WARMUP:-}
+BW_TARGET=${BW_TARGET:-2} BW_RANGE=${BW_RANGE:-1M-256M} LAT_TARGET=${LAT_TARGET:-1} LAT_RANGE=${LAT_RANGE:-8-64K}
+OVERSUB=${OVERSUB:-1} OVERSUB_NP=${OVERSUB_NP:-4} OVERSUB_MINBYTES=${OVERSUB_MINBYTES:-1M}
+OVERSUB_MAXBYTES=${OVERSUB_MAXBYTES:-64M} OVERSUB_ITER_BYTES=${OVERSUB_ITER_BYTES:-1G}
+OVERSUB_MAX_ITERS=${OVERSUB_MAX_ITERS:-200} OVERSUB_TARGET=${OVERSUB_TARGET:-1}
+STREAM=${STREAM:-1} REPEATS=${REPEATS:-1}
+TERN_RUN=${TERN_RUN:-$build/bin/tern-run}
+TERN_PERF=${TERN_PERF:-$build/bin/all_reduce_perf}
+MPI_ALLREDUCE=${MPI_ALLREDUCE:-$build/bin/mpi_allreduce}
+STREAM_ADD=${STREAM_ADD:-$build/bin/stream_add}
+MPIRUN=${MPIRUN:-mpirun}
+read -r -a mpi_mca <<<"${MPI_MCA:---mca pml ob1 --mca btl vader,self}"
+read -r -a mpi_args <<<"${MPI_ARGS:-}"
+read -r -a tern_run_args <<<"${TERN_RUN_ARGS:-}"
+read -r -a tern_args <<<"${TERN_ARGS:-}"
+read -r -a mpi_driver_args <<<"${MPI_DRIVER_ARGS:-}"
+results=${RESULTS_DIR:-$build/perf-compare/shm-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$results" || cmp_die "cannot create $results"
+
+failed=0
+have_tern=1
+have_mpi=1
+
+# run_section TAG NP MIN MAX BUDGET MAX_ITERS MPI_PLACEMENT... : alternates tern and MPI runs over the sweep,
+# leaving $results/TAG-tern.rows and $results/TAG-mpi.rows.
+run_section() {
+  local tag=$1 np=$2 min=$3 max=$4 budget=$5 max_it=$6
+  shift 6
+  local placement=("$@") plan rep first last iters warm
+  plan=$(cmp_plan "$min" "$max" "$STEPFACTOR" "$budget" "$MIN_ITERS" "$max_it" "$WARMUP")
+  : >"$results/$tag-tern.log"
+  : >"$results/$tag-mpi.log"
+  for ((rep = 1; rep <= REPEATS; rep++)); do
+    while read -r first last iters warm; do
+      if ((have_tern)); then
+        cmp_run "$results/$tag-tern.log" "$TERN_RUN" -n "$np" "${tern_run_args[@]}" "$TERN_PERF" -b "$first" \
+          -e "$last" -f "$STEPFACTOR" -n "$iters" -w "$warm" -d float -o sum "${tern_args[@]}" || failed=1
+      fi
+      if ((have_mpi)); then
+        # Open MPI refuses to run as root without --allow-run-as-root; harmless otherwise.
+        cmp_run "$results/$tag-mpi.log" "$MPIRUN" --allow-run-as-root "${placement[@]}" -np "$np" "${mpi_mca[@]}" \
+          "${mpi_args[@]}" "$MPI_ALLREDUCE" -b "$first" -e "$last" -f "$STEPFACTOR" -n "$iters" -w "$warm" \
+          "${mpi_driver_args[@]}" || failed=1
+      fi
+    done <<<"$plan"
+  done
+  cmp_parse_nccl <"$results/$tag-tern.log" >"$results/$tag-tern.rows"
+  cmp_parse_nccl <"$results/$tag-mpi.log" >"$results/$tag-mpi.rows"
+  ((have_tern)) && [[ ! -s $results/$tag-tern.rows ]] && echo "# tern produced no result rows ($tag)" && failed=1
+  ((have_mpi)) && [[ ! -s $results/$tag-mpi.rows ]] && echo "# mpi produced no result rows ($tag)" && failed=1
+  return 0
+}
+
+# stream_fractions : tern and MPI busbw per size as a fraction of stream_add's add bandwidth at the same size.
+stream_fractions() {
+  awk '
+    FILENAME == ARGV[1] { add[$1] = $2; cp[$1] = $3; next }
+    FILENAME == ARGV[2] { t[$1] = $2; next }
+    { m[$1] = $2 }
+    END {
+      printf "%8s  %11s  %11s  %11s  %11s  %11s\n", "size", "add GB/s", "tern busbw", "tern/add", "mpi busbw",
+             "mpi/add"
+      n = 0
+      for (s in add) sizes[++n] = s + 0
+      for (i = 2; i <= n; i++) { v = sizes[i]; for (j = i - 1; j >= 1 && sizes[j] > v; j--) sizes[j + 1] = sizes[j]; sizes[j + 1] = v }
+      for (k = 1; k <= n; k++) {
+        s = sizes[k]
+        h = s >= 1048576 ? (s / 1048576) "M" : (s >= 1024 ? (s / 1024) "K" : s)
+        printf "%8s  %11.2f  %11s  %11s  %11s  %11s\n", h, add[s],
+               t[s] == "" ? "-" : sprintf("%.2f", t[s]), t[s] == "" ? "-" : sprintf("%.0f%%", 100 * t[s] / add[s]),
+               m[s] == "" ? "-" : sprintf("%.2f", m[s]), m[s] == "" ? "-" : sprintf("%.0f%%", 100 * m[s] / add[s])
+      }
+    }' "$1" "$2" "$3"
+}
+
+main() {
+  echo "# compare_shm: tern vs Open MPI allreduce, float32 sum, shared memory on one host"
+  cmp_machine_info
+  echo "# section 1: 2 ranks, $MINBYTES..$MAXBYTES x$STEPFACTOR, ~$ITER_BYTES per size ($MIN_ITERS..$MAX_ITERS" \
+    "iterations); targets: ratio >= ${BW_TARGET}x over $BW_RANGE, >= ${LAT_TARGET}x (time) over $LAT_RANGE"
+  ((OVERSUB)) && echo "# section 2: $OVERSUB_NP ranks on $(nproc) cores, $OVERSUB_MINBYTES..$OVERSUB_MAXBYTES," \
+    "target >= ${OVERSUB_TARGET}x"
+  echo "# repeats=$REPEATS; results: $results"
+  cmp_busy_note "before the runs"
+  echo "#"
+  if [[ ! -x $TERN_RUN || ! -x $TERN_PERF ]]; then
+    echo "# tern: $TERN_RUN or $TERN_PERF not built; tern columns will be empty"
+    have_tern=0 failed=1
+  fi
+  if [[ ! -x $MPI_ALLREDUCE ]] || ! command -v "$MPIRUN" >/dev/null; then
+    echo "# mpi: $MPI_ALLREDUCE or $MPIRUN missing (needs libopenmpi-dev, openmpi-bin); MPI columns will be empty"
+    have_mpi=0 failed=1
+  fi
+
+  run_section s1 2 "$MINBYTES" "$MAXBYTES" "$ITER_BYTES" "$MAX_ITERS" --bind-to core
+
+  local stream_rows=""
+  if ((STREAM)); then
+    local smin
+    smin=$(cmp_bytes "$MINBYTES")
+    ((smin < 1048576)) && smin=1048576
+    if [[ -x $STREAM_ADD ]] && (($(cmp_bytes "$MAXBYTES") >= smin)); then
+      cmp_run "$results/stream.log" "$STREAM_ADD" -b "$smin" -e "$MAXBYTES" -f "$STEPFACTOR" || failed=1
+      cmp_parse_stream <"$results/stream.log" >"$results/stream.rows"
+      stream_rows=$results/stream.rows
+    else
+      echo "# stream_add: $STREAM_ADD not built or no sizes >= 1M; skipping the bandwidth ceiling"
+    fi
+  fi
+
+  if ((OVERSUB)); then
+    run_section s2 "$OVERSUB_NP" "$OVERSUB_MINBYTES" "$OVERSUB_MAXBYTES" "$OVERSUB_ITER_BYTES" "$OVERSUB_MAX_ITERS" \
+      --oversubscribe --bind-to none
+  fi
+
+  echo
+  echo "# ===== section 1: tern vs Open MPI, 2 ranks, shared memory: busbw in GB/s (out-of-place), time in us"
+  echo "# ratio = mpi time / tern time (= tern busbw / mpi busbw); PASS when >= target"
+  cmp_report "$results/s1-tern.rows" "$results/s1-mpi.rows" tern mpi "$LAT_RANGE:$LAT_TARGET $BW_RANGE:$BW_TARGET"
+  if [[ -n $stream_rows && -s $stream_rows ]]; then
+    echo
+    echo "# ===== busbw as a fraction of one core's streaming add (c = a + b, 3 x bytes counted; stream_add)"
+    stream_fractions "$stream_rows" "$results/s1-tern.rows" "$results/s1-mpi.rows"
+  fi
+  if ((OVERSUB)); then
+    echo
+    echo "# ===== section 2: tern vs Open MPI, $OVERSUB_NP ranks on $(nproc) cores (mpirun --oversubscribe" \
+      "--bind-to none)"
+    cmp_report "$results/s2-tern.rows" "$results/s2-mpi.rows" tern mpi \
+      "$OVERSUB_MINBYTES-$OVERSUB_MAXBYTES:$OVERSUB_TARGET"
+  fi
+  cmp_busy_note "after the runs"
+  if ((failed)); then
+    echo "# at least one tool failed or was missing; see $results"
+    return 1
+  fi
+  return 0
+}
+
+main 2>&1 | tee "$results/report.txt"
+exit "${PIPESTATUS[0]}"
