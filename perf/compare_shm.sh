@@ -24,7 +24,6 @@
 #   TERN_RUN TERN_PERF MPI_ALLREDUCE STREAM_ADD MPIRUN   binaries [BUILD_DIR/bin/..., mpirun]
 #   TERN_RUN_ARGS TERN_ARGS MPI_DRIVER_ARGS   extra arguments for tern's launcher / all_reduce_perf / mpi_allreduce
 #   RESULTS_DIR [BUILD_DIR/perf-compare/shm-DATE]   CMP_TIMEOUT [900]
-#   CMP_NICE [unset]: run every tool under `nice -n CMP_NICE` (negative, as root, on a machine shared with builds)
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

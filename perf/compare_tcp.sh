@@ -17,7 +17,6 @@
 #   TERN_RUN_ARGS TERN_ARGS GLOO_ARGS   extra arguments for the launcher / all_reduce_perf / gloo_allreduce
 #   RESULTS_DIR [BUILD_DIR/perf-compare/tcp-DATE]   raw logs, parsed rows, report.txt
 #   CMP_TIMEOUT [900]  seconds before a single tool run is killed
-#   CMP_NICE [unset]: run every tool under `nice -n CMP_NICE` (negative, as root, on a machine shared with builds)
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -6,21 +6,6 @@
 
 # Seconds any single tool invocation may run before it is killed; a hung collective must not hang the comparison.
 : "${CMP_TIMEOUT:=900}"
-# Optional niceness for every tool run (e.g. CMP_NICE=-10 as root): on a machine shared with builds, a negative value
-# lets the ranks win the cores so the numbers describe the collectives rather than the neighbours. Empty: unchanged.
-: "${CMP_NICE:=}"
-
-# Prefix that applies CMP_NICE to a command.
-cmp_nice_prefix() {
-  if [[ -n $CMP_NICE ]]; then
-    printf '%s\n' nice -n "$CMP_NICE"
-  fi
-}
-
-cmp_die() {
-  printf 'error: %s\n' "$*" >&2
-  exit 2
-}
 
 # Prints a command the way a user would retype it.
 cmp_show_cmd() {
@@ -177,11 +162,9 @@ cmp_report() {
 cmp_run() {
   local log=$1
   shift
-  local nice_cmd
-  mapfile -t nice_cmd < <(cmp_nice_prefix)
-  cmp_show_cmd "${nice_cmd[@]}" "$@" | tee -a "$log"
+  cmp_show_cmd "$@" | tee -a "$log"
   # stdin from /dev/null: mpirun forwards stdin to rank 0 and would swallow the caller's `while read` input.
-  timeout --kill-after=10 "$CMP_TIMEOUT" "${nice_cmd[@]}" "$@" </dev/null 2>&1 | tee -a "$log"
+  timeout --kill-after=10 "$CMP_TIMEOUT" "$@" </dev/null 2>&1 | tee -a "$log"
   local rc=${PIPESTATUS[0]}
   ((rc == 0)) || printf '# command failed with exit code %d\n' "$rc" | tee -a "$log"
   return "$rc"
@@ -195,12 +178,10 @@ cmp_launch_local() {
   shift 2
   local r rc=0 s tmp
   tmp=$(mktemp -d)
-  local nice_cmd
-  mapfile -t nice_cmd < <(cmp_nice_prefix)
-  cmp_show_cmd "TERN_RANK=0..$((n - 1))" "TERN_WORLD_SIZE=$n" "${nice_cmd[@]}" "$@" | tee -a "$log"
+  cmp_show_cmd "TERN_RANK=0..$((n - 1))" "TERN_WORLD_SIZE=$n" "$@" | tee -a "$log"
   local pids=()
   for ((r = 0; r < n; r++)); do
-    TERN_RANK=$r TERN_WORLD_SIZE=$n TERN_LOCAL_RANK=$r timeout --kill-after=10 "$CMP_TIMEOUT" "${nice_cmd[@]}" "$@" \
+    TERN_RANK=$r TERN_WORLD_SIZE=$n TERN_LOCAL_RANK=$r timeout --kill-after=10 "$CMP_TIMEOUT" "$@" \
       </dev/null >"$tmp/$r.out" 2>&1 &
     pids+=($!)
   done
@@ -230,7 +211,6 @@ cmp_machine_info() {
   gloo=$(dpkg-query -W -f='${Version}' libgloo-dev 2>/dev/null || true)
   mpi=$(mpirun --version 2>/dev/null | head -n1 || true)
   echo "# gloo:      ${gloo:-unknown}    mpi: ${mpi:-not found}"
-  if [[ -n $CMP_NICE ]]; then echo "# nice:      tools run under nice -n $CMP_NICE"; fi
 }
 
 # cmp_busy_note WHEN : samples the whole machine's CPU use for a second. Anything else running (a compile, another
