@@ -224,14 +224,29 @@ std::string Communicator::lastError() {
   return lastError_;
 }
 
+ChoiceContext Communicator::choiceContext() {
+  ChoiceContext ctx;
+  ctx.nranks = nranks_;
+  ctx.rank = rank_;
+  std::map<std::string, int> hostIndex;
+  for (const auto& h : hostIds_) {
+    if (!hostIndex.count(h)) hostIndex.emplace(h, static_cast<int>(hostIndex.size()));
+    ctx.hostOf.push_back(hostIndex[h]);
+  }
+  ctx.multiHost = hostIndex.size() > 1;
+  // One planner per communicator, built on first use from the host grouping (the cost model prices every
+  // candidate's schedule on it, so multi-node jobs see the hierarchical algorithms' real cross-node volume).
+  if (!planner_) planner_ = makeCommPlanner(nranks_, hostIds_, intraNode_ != nullptr);
+  ctx.planner = planner_;
+  return ctx;
+}
+
 std::string Communicator::algorithmFor(const CollArgs& args) {
   if (intraNode_) {
     std::string direct = intraNode_->algorithmFor(args);
     if (!direct.empty()) return direct;
   }
-  ChoiceContext ctx{nranks_, false};
-  for (const auto& h : hostIds_) ctx.multiHost |= (h != hostIds_[0]);
-  return chooseAlgorithm(args, ctx, AlgoOverride::parse(options_.algo)).name;
+  return chooseAlgorithm(args, choiceContext(), AlgoOverride::parse(options_.algo)).name;
 }
 
 std::shared_ptr<const Schedule> Communicator::scheduleFor(const CollArgs& args) {

@@ -27,6 +27,11 @@
 
 namespace tern {
 
+namespace planner {
+class Planner;
+}  // namespace planner
+struct ChoiceContext;
+
 struct CommOptions {
   int timeoutMs = 300000;
   int socketsPerPeer = 2;
@@ -73,6 +78,7 @@ class Communicator {
   void runCollective(Operation& op);
   void runPointToPoint(Operation& op);
   void runCompressed(Operation& op);
+  ChoiceContext choiceContext();
   std::shared_ptr<const Schedule> scheduleFor(const CollArgs& args);
   void* scratch(size_t bytes);
   void fail(ternResult_t code, const std::string& message);
@@ -107,6 +113,7 @@ class Communicator {
   std::string lastError_;
 
   std::map<std::tuple<const void*, size_t, int>, std::unique_ptr<Compressor>> defaultCompressors_;
+  std::shared_ptr<const planner::Planner> planner_;
 
   std::atomic<int> activeCalls_{0};
   std::mutex callsMutex_;
