@@ -58,9 +58,12 @@ int Launch(const Options& opts) {
   }
 
   JobContract contract;
-  contract.world_size = opts.nprocs;
+  contract.world_size = opts.world_size;
+  contract.local_size = opts.nprocs;
+  contract.rank_offset = opts.rank_offset;
+  contract.rank_stride = opts.rank_stride;
   contract.root_addr = opts.root_addr ? *opts.root_addr : PickLoopbackRootAddr();
-  contract.secret = RandomSecretHex();
+  contract.secret = opts.secret ? *opts.secret : RandomSecretHex();
   RankEnvironment env(CurrentEnvironment(), opts.extra_env, contract);
 
   UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -68,15 +71,17 @@ int Launch(const Options& opts) {
 
   SignalChannel signals;
   SupervisorConfig config;
-  config.world_size = opts.nprocs;
+  config.world_size = opts.world_size;  // output tags show global ranks, padded to the job's width
+  config.nprocs = opts.nprocs;
   config.tag_output = opts.tag_output;
   config.grace = std::chrono::milliseconds(opts.grace_ms);
   if (opts.timeout_s) config.timeout = std::chrono::duration<double>(*opts.timeout_s);
   Supervisor supervisor(config, &signals);
 
-  for (int rank = 0; rank < opts.nprocs; ++rank) {
+  for (int local = 0; local < opts.nprocs; ++local) {
+    int rank = opts.rank_offset + local * opts.rank_stride;
     try {
-      supervisor.AddRank(rank, SpawnProcess(*resolved, opts.command, env.ForRank(rank), dev_null.get(), signals));
+      supervisor.AddRank(rank, SpawnProcess(*resolved, opts.command, env.ForRank(local), dev_null.get(), signals));
     } catch (const std::system_error& e) {
       supervisor.Abort(kLauncherErrorExitCode, "cannot start rank " + std::to_string(rank) + ": " + e.what());
       break;

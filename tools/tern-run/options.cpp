@@ -14,14 +14,23 @@ namespace {
 // Printed under --help: users and rank programs both need the exact environment contract and exit codes.
 constexpr const char* kFooter = R"(
 Every rank gets the launcher's environment plus:
-  TERN_RANK=r              this process's rank, 0..N-1
-  TERN_WORLD_SIZE=N        number of ranks in the job
-  TERN_LOCAL_RANK=r        rank on this machine (equal to TERN_RANK: tern-run is single-machine)
-  TERN_LOCAL_SIZE=N        ranks on this machine (equal to TERN_WORLD_SIZE)
+  TERN_RANK=r              this process's rank in the job: K+i*S for i = 0..N-1 (--rank-offset K, default 0;
+                           --rank-stride S, default 1)
+  TERN_WORLD_SIZE=W        number of ranks in the job (--world-size; default the highest rank + 1, i.e. N)
+  TERN_LOCAL_RANK=i        index among the ranks this tern-run started, 0..N-1 (i above)
+  TERN_LOCAL_SIZE=N        ranks this tern-run started
   TERN_ROOT_ADDR=HOST:PORT where rank 0 listens (default 127.0.0.1 and a port that was free at launch)
-  TERN_SECRET=HEX          32 lowercase hex digits (128 random bits) shared by the job's ranks
+  TERN_SECRET=HEX          32 lowercase hex digits (128 bits) shared by the job's ranks (--secret, or random)
 Children run in their own process groups with stdin on /dev/null. SIGINT, SIGTERM and SIGHUP sent to
 tern-run are forwarded to every rank's process group.
+
+Several machines (or network namespaces): run one tern-run per node, each with its own --rank-offset, the
+same --world-size, --root-addr (an address of the node that runs rank 0) and --secret, e.g. for 2 nodes x 2:
+  node A: tern-run -n 2 --rank-offset 0 --world-size 4 --root-addr 10.0.0.1:29500 --secret $S prog
+  node B: tern-run -n 2 --rank-offset 2 --world-size 4 --root-addr 10.0.0.1:29500 --secret $S prog
+with S=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n'). Each tern-run supervises only its own ranks; a rank
+that fails makes its peers on other nodes fail too (tern turns a lost peer into an error), so every
+tern-run ends.
 
 If a rank exits non-zero or dies of a signal, tern-run reports it, sends SIGTERM to the other ranks,
 SIGKILL after --grace-ms, and exits with that rank's exit code (128+signal if it was killed).
@@ -45,6 +54,16 @@ ParseOutcome UsageError(const std::string& message) {
   return ParseOutcome{std::nullopt, kUsageExitCode};
 }
 
+// 32 hex digits, any case: what the library's Secret::fromHex accepts.
+bool IsValidSecret(std::string_view hex) {
+  if (hex.size() != 32) return false;
+  for (char c : hex) {
+    bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    if (!ok) return false;
+  }
+  return true;
+}
+
 bool IsValidEnvName(std::string_view name) {
   if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
   for (char c : name) {
@@ -60,6 +79,9 @@ ParseOutcome ParseOptions(int argc, char** argv) {
   Options opts;
   std::vector<std::string> env_specs;
   std::optional<int> nprocs;
+  std::optional<int> rank_offset;
+  std::optional<int> rank_stride;
+  std::optional<int> world_size;
 
   CLI::App app{"tern-run: start N ranks of a tern job on this machine and supervise them.", "tern-run"};
   app.formatter(std::make_shared<HelpFormatter>());
@@ -68,6 +90,21 @@ ParseOutcome ParseOptions(int argc, char** argv) {
   app.add_option("-n,--nprocs", nprocs, "Number of ranks to start (required, at least 1)")->option_text("N");
   app.add_option("--root-addr", opts.root_addr, "Address rank 0 listens on, exported as TERN_ROOT_ADDR")
       ->option_text("HOST:PORT");
+  app.add_option("--rank-offset", rank_offset,
+                 "Global rank of the first rank started here (multi-node: one tern-run per node; default 0)")
+      ->option_text("K");
+  app.add_option("--rank-stride", rank_stride,
+                 "Global ranks started here are K, K+S, K+2S, ... (e.g. a rank order that alternates between "
+                 "nodes: --rank-offset NODE --rank-stride NODES; default 1)")
+      ->option_text("S");
+  app.add_option("--world-size", world_size,
+                 "Ranks in the whole job, across every tern-run (default: the highest rank started here + 1); needs "
+                 "--root-addr and --secret when larger than -n")
+      ->option_text("W");
+  app.add_option("--secret", opts.secret,
+                 "The job's secret, exported as TERN_SECRET; give every tern-run of a multi-node job the same one "
+                 "(default: 128 random bits)")
+      ->option_text("HEX32");
   // allow_extra_args(false): each -x takes exactly one value, so `-x A=1 prog` does not swallow prog.
   app.add_option("-x", env_specs, "Set an extra environment variable for every rank (repeatable)")
       ->option_text("NAME=VALUE")
@@ -109,6 +146,46 @@ ParseOutcome ParseOptions(int argc, char** argv) {
   if (*nprocs < 1) return UsageError("-n must be at least 1, got " + std::to_string(*nprocs));
   opts.nprocs = *nprocs;
   if (opts.command.empty()) return UsageError("missing program to run");
+  opts.rank_offset = rank_offset.value_or(0);
+  opts.rank_stride = rank_stride.value_or(1);
+  if (opts.rank_offset < 0) {
+    return UsageError("--rank-offset must be at least 0, got " + std::to_string(opts.rank_offset));
+  }
+  if (opts.rank_stride < 1) {
+    return UsageError("--rank-stride must be at least 1, got " + std::to_string(opts.rank_stride));
+  }
+  long long last_rank = opts.rank_offset + static_cast<long long>(opts.nprocs - 1) * opts.rank_stride;
+  if (last_rank > (1 << 24)) return UsageError("global rank " + std::to_string(last_rank) + " is too large");
+  opts.world_size = world_size.value_or(static_cast<int>(last_rank + 1));
+  if (opts.world_size < 1) {
+    return UsageError("--world-size must be at least 1, got " + std::to_string(opts.world_size));
+  }
+  if (last_rank >= opts.world_size) {
+    return UsageError("global rank " + std::to_string(last_rank) + " (--rank-offset " +
+                      std::to_string(opts.rank_offset) + ", -n " + std::to_string(opts.nprocs) +
+                      (opts.rank_stride > 1 ? ", --rank-stride " + std::to_string(opts.rank_stride) : "") +
+                      ") does not fit --world-size " + std::to_string(opts.world_size));
+  }
+  if (opts.secret) {
+    if (!IsValidSecret(*opts.secret)) {
+      return UsageError("--secret expects 32 hex digits (128 bits), got '" + *opts.secret + "'");
+    }
+    for (char& c : *opts.secret) {
+      if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+    }
+  }
+  if (opts.nprocs < opts.world_size) {
+    // Part of a larger job: the other tern-runs must find the same root and present the same secret; neither can
+    // be made up here.
+    if (!opts.root_addr) {
+      return UsageError("a job spread over several tern-runs (-n " + std::to_string(opts.nprocs) + " < --world-size " +
+                        std::to_string(opts.world_size) + ") needs --root-addr HOST:PORT, the same for every node");
+    }
+    if (!opts.secret) {
+      return UsageError("a job spread over several tern-runs (-n " + std::to_string(opts.nprocs) + " < --world-size " +
+                        std::to_string(opts.world_size) + ") needs --secret HEX32, the same for every node");
+    }
+  }
   if (opts.root_addr && !IsValidRootAddr(*opts.root_addr)) {
     return UsageError("--root-addr expects HOST:PORT with a port in 1..65535, got '" + *opts.root_addr + "'");
   }
@@ -121,7 +198,11 @@ ParseOutcome ParseOptions(int argc, char** argv) {
     for (std::string_view reserved : kReservedNames) {
       if (name == reserved) {
         return UsageError("-x cannot set " + name + ": tern-run sets it" +
-                          (name == "TERN_ROOT_ADDR" ? std::string(" (use --root-addr)") : std::string()));
+                          (name == "TERN_ROOT_ADDR"    ? std::string(" (use --root-addr)")
+                           : name == "TERN_SECRET"     ? std::string(" (use --secret)")
+                           : name == "TERN_RANK"       ? std::string(" (use --rank-offset)")
+                           : name == "TERN_WORLD_SIZE" ? std::string(" (use --world-size)")
+                                                       : std::string()));
       }
     }
     opts.extra_env.emplace_back(std::move(name), spec.substr(eq + 1));

@@ -29,15 +29,15 @@ RankEnvironment::RankEnvironment(const std::vector<std::string>& base,
   for (const auto& [name, value] : extra) Set(vars_, name, value);
   // The contract goes last so that a stale TERN_RANK inherited from an outer launcher cannot leak through.
   Set(vars_, "TERN_WORLD_SIZE", std::to_string(contract_.world_size));
-  Set(vars_, "TERN_LOCAL_SIZE", std::to_string(contract_.world_size));
+  Set(vars_, "TERN_LOCAL_SIZE", std::to_string(contract_.local_size > 0 ? contract_.local_size : contract_.world_size));
   Set(vars_, "TERN_ROOT_ADDR", contract_.root_addr);
   Set(vars_, "TERN_SECRET", contract_.secret);
 }
 
-std::vector<std::string> RankEnvironment::ForRank(int rank) const {
+std::vector<std::string> RankEnvironment::ForRank(int local_rank) const {
   std::vector<std::pair<std::string, std::string>> vars = vars_;
-  Set(vars, "TERN_RANK", std::to_string(rank));
-  Set(vars, "TERN_LOCAL_RANK", std::to_string(rank));
+  Set(vars, "TERN_RANK", std::to_string(contract_.rank_offset + local_rank * contract_.rank_stride));
+  Set(vars, "TERN_LOCAL_RANK", std::to_string(local_rank));
   std::vector<std::string> out;
   out.reserve(vars.size());
   for (const auto& [name, value] : vars) out.push_back(name + "=" + value);

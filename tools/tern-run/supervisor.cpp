@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -26,7 +27,7 @@ Supervisor::Supervisor(SupervisorConfig config, SignalChannel* signals)
   if (config_.timeout) {
     timeout_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(*config_.timeout);
   }
-  ranks_.reserve(static_cast<size_t>(config_.world_size));
+  ranks_.reserve(static_cast<size_t>(std::max(config_.nprocs, 0)));
 }
 
 void Supervisor::AddRank(int rank, SpawnedProcess process) {

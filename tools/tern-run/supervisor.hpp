@@ -21,7 +21,8 @@
 namespace tern::run {
 
 struct SupervisorConfig {
-  int world_size = 0;
+  int world_size = 0;  // ranks in the whole job: sets the width of the [rank] tags
+  int nprocs = 0;      // ranks this supervisor starts
   bool tag_output = true;
   std::chrono::milliseconds grace{3000};                 // between SIGTERM and SIGKILL when tearing down
   std::optional<std::chrono::duration<double>> timeout;  // whole-job limit, counted from construction
