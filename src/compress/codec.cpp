@@ -48,9 +48,10 @@ size_t Codec::encode(const void* in, ternDataType_t dtype, size_t n, void* paylo
     throwError(ternInvalidArgument, "codec %s: input dtype %s is not supported (fp32, fp16 and bf16 are)",
                spec().c_str(), validDataType(dtype) ? dataTypeName(dtype) : "invalid");
   }
-  if (n > 0 && (in == nullptr || payload == nullptr)) {
+  // Even an empty chunk has a payload for some codecs (sign's scale, Top-K's header).
+  if ((n > 0 && in == nullptr) || (payload == nullptr && payloadBytes(n) > 0)) {
     throwError(ternInvalidArgument, "codec %s: encode of %zu elements with a null %s", spec().c_str(), n,
-               in == nullptr ? "input" : "payload");
+               payload == nullptr ? "payload" : "input");
   }
   if (params_.kind == CodecKind::kTopK && n > 0xffffffffull) {
     throwError(ternInvalidArgument, "codec %s: a chunk holds at most 2^32-1 elements (32-bit indices), not %zu",
@@ -60,7 +61,7 @@ size_t Codec::encode(const void* in, ternDataType_t dtype, size_t n, void* paylo
 }
 
 void Codec::decode(const void* payload, size_t bytes, size_t n, float* out, bool accumulate) const {
-  if (n > 0 && (payload == nullptr || out == nullptr)) {
+  if ((n > 0 && out == nullptr) || (payload == nullptr && (n > 0 || bytes > 0))) {
     throwError(ternInvalidArgument, "codec %s: decode of %zu elements with a null %s", spec().c_str(), n,
                payload == nullptr ? "payload" : "output");
   }

@@ -176,6 +176,8 @@ TEST(CodecSign, RejectsWrongPayloadSizeAndDtype) {
   std::vector<uint8_t> payload(codec.payloadBytes(100));
   EXPECT_THROW(codec.encode(x.data(), ternInt32, 100, payload.data()), Error);
   EXPECT_THROW(codec.decode(payload.data(), payload.size() - 1, 100, out.data()), Error);
+  EXPECT_THROW(codec.encode(nullptr, ternFloat32, 0, nullptr), Error) << "an empty chunk still has a scale";
+  EXPECT_EQ(codec.encode(nullptr, ternFloat32, 0, payload.data()), 4u);
   try {
     codec.encode(x.data(), ternFloat64, 100, payload.data());
     FAIL();

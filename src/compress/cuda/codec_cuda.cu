@@ -25,7 +25,7 @@ size_t encode(const Codec& codec, const void* in, ternDataType_t dtype, size_t n
     throwError(ternInvalidArgument, "CUDA codec %s: input dtype %d is not supported (fp32, fp16 and bf16 are)",
                spec.c_str(), static_cast<int>(dtype));
   }
-  if (n > 0 && (in == nullptr || payload == nullptr)) {
+  if ((n > 0 && in == nullptr) || (payload == nullptr && codec.payloadBytes(n) > 0)) {
     throwError(ternInvalidArgument, "CUDA codec %s: encode of %zu elements with a null pointer", spec.c_str(), n);
   }
   if (reinterpret_cast<uintptr_t>(payload) % 4 != 0) {

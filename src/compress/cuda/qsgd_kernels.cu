@@ -94,7 +94,9 @@ __global__ void qsgdDecodeKernel(const uint8_t* payload, size_t n, uint32_t buck
        g += static_cast<size_t>(gridDim.x) * blockDim.x) {
     const size_t e0 = 4 * g;
     const int cnt = n - e0 < 4 ? static_cast<int>(n - e0) : 4;
-    const float step = qsgdStep(scales[e0 / bucket], levels);  // a group never straddles buckets
+    // A group never straddles buckets. 32-bit division where it suffices (64-bit division is slow on GPUs).
+    const size_t b = e0 <= 0xffffffffu ? static_cast<uint32_t>(e0) / bucket : e0 / bucket;
+    const float step = qsgdStep(scales[b], levels);
     const uint32_t packed = loadCodes<kBits>(codes + e0 * kBits / 8, cnt);
     for (int k = 0; k < cnt; ++k) {
       const uint32_t code = (packed >> (k * kBits)) & mask;
