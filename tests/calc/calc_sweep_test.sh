@@ -32,7 +32,7 @@ fi
 
 # Compressed rows and a forced algorithm.
 out=$("$CALC" --preset cpu-2node-1g --size 64MB --compress sign) || fail "compress failed"
-expect_contains "$out" "compressed_2phase (sign)" "codec"
+expect_contains "$out" "compressed_2phase (sign)" "selected: compressed_2phase (sign)"
 out=$("$CALC" --preset cpu-2node-1g --size 64MB --algo ring) || fail "algo failed"
 expect_contains "$out" "selected: ring"
 finish
