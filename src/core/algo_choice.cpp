@@ -33,11 +33,14 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }  // namespace
 
 Collective parseCollectiveName(const std::string& name, bool* ok) {
-  static const std::pair<const char*, Collective> names[] = {
-      {"allreduce", Collective::kAllReduce},   {"allgather", Collective::kAllGather},
-      {"reducescatter", Collective::kReduceScatter}, {"broadcast", Collective::kBroadcast},
-      {"reduce", Collective::kReduce},         {"alltoall", Collective::kAlltoAll},
-      {"alltoallv", Collective::kAlltoAllv},   {"barrier", Collective::kBarrier}};
+  static const std::pair<const char*, Collective> names[] = {{"allreduce", Collective::kAllReduce},
+                                                             {"allgather", Collective::kAllGather},
+                                                             {"reducescatter", Collective::kReduceScatter},
+                                                             {"broadcast", Collective::kBroadcast},
+                                                             {"reduce", Collective::kReduce},
+                                                             {"alltoall", Collective::kAlltoAll},
+                                                             {"alltoallv", Collective::kAlltoAllv},
+                                                             {"barrier", Collective::kBarrier}};
   std::string lower = name;
   std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
   lower.erase(std::remove(lower.begin(), lower.end(), '_'), lower.end());
@@ -61,8 +64,9 @@ AlgoOverride AlgoOverride::parse(const std::string& spec) {
     if (colon != std::string::npos) {
       bool ok = false;
       rule.collective = parseCollectiveName(clause.substr(0, colon), &ok);
-      if (!ok) throwError(ternInvalidArgument, "TERN_ALGO: unknown collective '%s' in '%s'",
-                          clause.substr(0, colon).c_str(), spec.c_str());
+      if (!ok)
+        throwError(ternInvalidArgument, "TERN_ALGO: unknown collective '%s' in '%s'", clause.substr(0, colon).c_str(),
+                   spec.c_str());
       body = clause.substr(colon + 1);
     }
     if (!body.empty() && body[0] == '^') {
@@ -144,7 +148,7 @@ CollArgs atBytes(const CollArgs& args, int nranks, double bytes) {
 }
 
 void logDecision(const CollArgs& args, const ChoiceContext& ctx, const planner::Planner::Ranking& ranking,
-                 const AlgoOverride& override, const std::string& directName, double directSeconds,
+                 const AlgoOverride& override, const std::string& directName, double directTime,
                  const std::string& chosen) {
   std::string list;
   auto add = [&](const std::string& name, double seconds, const char* note) {
@@ -154,10 +158,10 @@ void logDecision(const CollArgs& args, const ChoiceContext& ctx, const planner::
     if (!e.error.empty()) continue;
     add(e.algorithm, e.seconds, override.excluded(args.coll, e.algorithm) ? " (excluded)" : "");
   }
-  if (!directName.empty() && directSeconds >= 0) add(directName, directSeconds, " (direct)");
-  TERN_LOG(kInfo, kTune, ctx.rank, "%s %s%s on %d ranks: %s -> %s", collectiveName(args.coll),
-           planner::formatBytes(ranking.bytes).c_str(), ranking.bucket >= 0 ? " bucket" : "", ctx.nranks,
-           list.c_str(), chosen.c_str());
+  if (!directName.empty() && directTime >= 0) add(directName, directTime, " (direct)");
+  TERN_LOG(kInfo, kTune, ctx.rank, "%s %s%s of %s on %d ranks: %s -> %s", collectiveName(args.coll),
+           planner::formatBytes(ranking.bytes).c_str(), ranking.bucket >= 0 ? " bucket" : "", dataTypeName(args.dtype),
+           ctx.nranks, list.c_str(), chosen.c_str());
 }
 
 }  // namespace
@@ -195,8 +199,8 @@ Choice chooseWithDirect(const CollArgs& args, const ChoiceContext& ctx, const Al
   }
   choice.info = fallback;
   choice.name = fallback->name;
-  const bool priced = ctx.nranks > 1 && args.coll != Collective::kAlltoAllv &&
-                      args.coll != Collective::kPointToPoint && args.coll != Collective::kCount;
+  const bool priced = ctx.nranks > 1 && args.coll != Collective::kAlltoAllv && args.coll != Collective::kPointToPoint &&
+                      args.coll != Collective::kCount;
   if (!priced) return choice;
 
   std::shared_ptr<const planner::Planner> plan = ctx.planner ? ctx.planner : defaultPlanner(ctx);
@@ -212,17 +216,20 @@ Choice chooseWithDirect(const CollArgs& args, const ChoiceContext& ctx, const Al
     break;
   }
   // The direct path competes at the same representative size, so the comparison is the same on every rank.
-  double directSeconds = -1;
+  double directTime = -1;
   if (!direct.name.empty() && direct.predictSeconds) {
-    directSeconds = direct.predictSeconds(atBytes(args, ctx.nranks, ranking->bytes));
-    if (directSeconds >= 0 && (choice.predictedSeconds < 0 || directSeconds <= choice.predictedSeconds)) {
+    ChoiceContext withPlanner = ctx;
+    withPlanner.planner = plan;
+    directTime = directSeconds(atBytes(args, ctx.nranks, ranking->bytes), withPlanner, direct);
+    const bool comparable = plan->shmSchedulesCalibrated();
+    if (directTime >= 0 && (!comparable || choice.predictedSeconds < 0 || directTime <= choice.predictedSeconds)) {
       choice.info = nullptr;
       choice.name = direct.name;
       choice.direct = true;
-      choice.predictedSeconds = directSeconds;
+      choice.predictedSeconds = directTime;
     }
   }
-  if (fresh) logDecision(args, ctx, *ranking, override, direct.name, directSeconds, choice.name);
+  if (fresh) logDecision(args, ctx, *ranking, override, direct.name, directTime, choice.name);
   return choice;
 }
 
@@ -236,6 +243,21 @@ double predictSeconds(const CollArgs& args, const ChoiceContext& ctx, const std:
   std::shared_ptr<const planner::Planner> plan = ctx.planner ? ctx.planner : defaultPlanner(ctx);
   const planner::Estimate e = plan->estimate(args.coll, planner::bytesOfArgs(args, ctx.nranks), algorithm, args.dtype);
   return e.error.empty() ? e.seconds : -1;
+}
+
+double directSeconds(const CollArgs& args, const ChoiceContext& ctx, const DirectOption& direct) {
+  if (direct.name.empty() || !direct.predictSeconds) return -1;
+  const double own = direct.predictSeconds(args);
+  if (own < 0) return own;  // the transport says it does not apply
+  std::shared_ptr<const planner::Planner> plan = ctx.planner ? ctx.planner : defaultPlanner(ctx);
+  const double calibrated = plan->calibratedDirectSeconds(args.coll, planner::bytesOfArgs(args, ctx.nranks));
+  return calibrated >= 0 ? calibrated : own;
+}
+
+double predictChoiceSeconds(const CollArgs& args, const ChoiceContext& ctx, const Choice& choice,
+                            const DirectOption& direct) {
+  const double s = choice.direct ? directSeconds(args, ctx, direct) : predictSeconds(args, ctx, choice.name);
+  return s > 0 ? s : 0;
 }
 
 }  // namespace tern

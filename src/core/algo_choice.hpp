@@ -58,8 +58,8 @@ struct Choice {
   const AlgorithmInfo* info = nullptr;  // the schedule algorithm; nullptr when the direct path won
   std::string name;
   bool direct = false;
-  bool forced = false;            // TERN_ALGO named it
-  double predictedSeconds = -1;   // at the size bucket's representative size; -1 when not priced (forced)
+  bool forced = false;           // TERN_ALGO named it
+  double predictedSeconds = -1;  // at the size bucket's representative size; -1 when not priced (forced)
 };
 
 // The full decision: override, cost model, and the direct path when given. Decisions are logged (TERN_DEBUG=INFO,
@@ -72,6 +72,14 @@ const AlgorithmInfo& chooseAlgorithm(const CollArgs& args, const ChoiceContext& 
 
 // The cost model's time for args with a registered algorithm (exact size; memoized); -1 when it has none.
 double predictSeconds(const CollArgs& args, const ChoiceContext& ctx, const std::string& algorithm);
+
+// The direct path's time for args: the calibration's "shm_direct" figure when the parameters (TERN_TUNE_FILE) have
+// one, else the transport's own estimate; negative when the direct path does not apply to args.
+double directSeconds(const CollArgs& args, const ChoiceContext& ctx, const DirectOption& direct);
+
+// The predicted time of a choice for the exact size of args (ternQueryAlgorithm's predictedUs); 0 when unknown.
+double predictChoiceSeconds(const CollArgs& args, const ChoiceContext& ctx, const Choice& choice,
+                            const DirectOption& direct);
 
 // The planner for a communicator. job: the assembled topology (topo/assemble.hpp) when there is one; without it a
 // job is made up from the host ids (one package and one Ethernet NIC of unknown speed per host, CPU ranks).

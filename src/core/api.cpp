@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "compress/codec.hpp"
 #include "core/algo_choice.hpp"
 #include "core/bootstrap.hpp"
 #include "core/communicator.hpp"
@@ -15,12 +16,11 @@
 #include "core/dtype.hpp"
 #include "core/env.hpp"
 #include "core/env_init.hpp"
-#include "compress/codec.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "tern/tern.h"
-#include "transport/shm/intra_node.hpp"
 #include "tern/tern_ext.h"
+#include "transport/shm/intra_node.hpp"
 
 #define TERN_API extern "C" __attribute__((visibility("default")))
 
@@ -179,8 +179,8 @@ void checkCompressedOp(ternRedOp_t op, const char* fn) {
 
 void checkCompressorFits(const Compressor& c, size_t elements, ternDataType_t dt, const char* fn) {
   if (c.count != elements || c.dtype != dt) {
-    throwError(ternInvalidArgument, "%s: compressor was created for %zu %s elements, the call has %zu %s", fn,
-               c.count, dataTypeName(c.dtype), elements, dataTypeName(dt));
+    throwError(ternInvalidArgument, "%s: compressor was created for %zu %s elements, the call has %zu %s", fn, c.count,
+               dataTypeName(c.dtype), elements, dataTypeName(dt));
   }
 }
 
@@ -466,8 +466,8 @@ TERN_API ternResult_t ternCommInitFromEnv(ternComm_t* comm, ternConfig_t* config
       Fd listener = listenOn(env.rootAddress, &bound);
       startBootstrapRoot(std::move(listener), env.secret, env.size, knobs().timeoutSec);
     }
-    TERN_LOG(kInfo, kInit, env.rank, "init from %s environment: rank %d of %d, root %s", env.launcher.c_str(),
-             env.rank, env.size, env.rootAddress.toString().c_str());
+    TERN_LOG(kInfo, kInit, env.rank, "init from %s environment: rank %d of %d, root %s", env.launcher.c_str(), env.rank,
+             env.size, env.rootAddress.toString().c_str());
     return initRank(comm, env.size, id.pack(), env.rank, config);
   });
 }
@@ -624,8 +624,8 @@ TERN_API ternResult_t ternBroadcastAsync(const void* s, void* r, size_t count, t
   if (req == nullptr) return record(ternInvalidArgument, "ternBroadcastAsync: request is NULL");
   return broadcast(s, r, count, dt, root, comm, req);
 }
-TERN_API ternResult_t ternReduceAsync(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
-                                      int root, ternComm_t comm, ternRequest_t* req) {
+TERN_API ternResult_t ternReduceAsync(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op, int root,
+                                      ternComm_t comm, ternRequest_t* req) {
   if (req == nullptr) return record(ternInvalidArgument, "ternReduceAsync: request is NULL");
   return reduceRoot(s, r, count, dt, op, root, comm, req);
 }
@@ -712,11 +712,11 @@ TERN_API ternResult_t ternQueryAlgorithm(ternComm_t comm, const char* collective
     checkedBytes(count, c.size(), dt, "ternQueryAlgorithm");
     args.count = count;
     args.dtype = dt;
-    std::string algo = c.algorithmFor(args);
+    const Choice choice = c.choose(args);
     if (name != nullptr && nameLen > 0) {
-      std::snprintf(name, nameLen, "%s", algo.c_str());
+      std::snprintf(name, nameLen, "%s", choice.name.c_str());
     }
-    if (predictedUs != nullptr) *predictedUs = 0.0;
+    if (predictedUs != nullptr) *predictedUs = c.predictSeconds(args, choice) * 1e6;
     return ternSuccess;
   });
 }
@@ -771,7 +771,8 @@ TERN_API ternResult_t ternCompressorSave(ternCompressor_t compressor, void* buff
       *bytes = need;
       return ternSuccess;
     }
-    if (*bytes < need) throwError(ternInvalidArgument, "ternCompressorSave: buffer of %zu bytes, need %zu", *bytes, need);
+    if (*bytes < need)
+      throwError(ternInvalidArgument, "ternCompressorSave: buffer of %zu bytes, need %zu", *bytes, need);
     uint64_t header[2] = {c.step, w.size()};
     auto* out = static_cast<uint8_t*>(buffer);
     std::memcpy(out, header, 16);
@@ -793,7 +794,8 @@ TERN_API ternResult_t ternCompressorLoad(ternCompressor_t compressor, const void
     compress::ErrorFeedback w, sv;
     w.deserialize({in + 16, static_cast<size_t>(header[1])});
     sv.deserialize({in + 16 + header[1], bytes - 16 - static_cast<size_t>(header[1])});
-    if (w.size() != c.count) throwError(ternInvalidArgument, "ternCompressorLoad: checkpoint is for %zu elements, not %zu", w.size(), c.count);
+    if (w.size() != c.count)
+      throwError(ternInvalidArgument, "ternCompressorLoad: checkpoint is for %zu elements, not %zu", w.size(), c.count);
     c.worker = std::move(w);
     c.server = std::move(sv);
     c.step = header[0];

@@ -5,13 +5,14 @@
 
 #include "algorithms/compressed.hpp"
 #include "core/algo_choice.hpp"
-#include "core/compressor.hpp"
 #include "core/bootstrap.hpp"
+#include "core/compressor.hpp"
 #include "core/dtype.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/executor.hpp"
 #include "core/log.hpp"
+#include "planner/planner.hpp"
 #include "transport/inproc/inproc_transport.hpp"
 #include "transport/network_factory.hpp"
 #include "transport/routed_transport.hpp"
@@ -91,10 +92,15 @@ std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdDat
     for (int p = 0; p < nranks; ++p) local[p] = p != rank && c->hostIds_[p] == c->hostIds_[rank];
     c->transport_ = std::make_unique<RoutedTransport>(c->network_.get(), c->intraNode_->transport(), local);
   }
+  // The cost model, made here rather than on first use: ternQueryAlgorithm may run on another thread than the
+  // collectives, and a bad TERN_TUNE_FILE should fail init. Same-host peers go through shared memory when the
+  // routed transport is up, TCP loopback otherwise. (Once the job topology is assembled at init, pass it too.)
+  c->algoOverride_ = AlgoOverride::parse(opts.algo);
+  c->planner_ = makeCommPlanner(nranks, c->hostIds_, c->intraNode_ && c->intraNode_->transport() != nullptr);
   int version = TERN_VERSION_CODE;
-  TERN_LOG(kInfo, kInit, rank, "tern %d.%d.%d: communicator %s rank %d of %d ready, transport %s",
-           version / 10000, version / 100 % 100, version % 100, opts.name.empty() ? "" : opts.name.c_str(), rank,
-           nranks, c->transportName());
+  TERN_LOG(kInfo, kInit, rank, "tern %d.%d.%d: communicator %s rank %d of %d ready, transport %s", version / 10000,
+           version / 100 % 100, version % 100, opts.name.empty() ? "" : opts.name.c_str(), rank, nranks,
+           c->transportName());
   return c;
 }
 
@@ -234,23 +240,32 @@ ChoiceContext Communicator::choiceContext() {
     ctx.hostOf.push_back(hostIndex[h]);
   }
   ctx.multiHost = hostIndex.size() > 1;
-  // One planner per communicator, built on first use from the host grouping (the cost model prices every
-  // candidate's schedule on it, so multi-node jobs see the hierarchical algorithms' real cross-node volume).
-  if (!planner_) planner_ = makeCommPlanner(nranks_, hostIds_, intraNode_ != nullptr);
   ctx.planner = planner_;
   return ctx;
 }
 
-std::string Communicator::algorithmFor(const CollArgs& args) {
+DirectOption Communicator::directOption(const CollArgs& args) {
+  DirectOption direct;
   if (intraNode_) {
-    std::string direct = intraNode_->algorithmFor(args);
-    if (!direct.empty()) return direct;
+    direct.name = intraNode_->algorithmFor(args);
+    direct.predictSeconds = [this](const CollArgs& a) { return intraNode_->predictSeconds(a); };
   }
-  return chooseAlgorithm(args, choiceContext(), AlgoOverride::parse(options_.algo)).name;
+  return direct;
 }
 
+Choice Communicator::choose(const CollArgs& args) {
+  return chooseWithDirect(args, choiceContext(), algoOverride_, directOption(args));
+}
+
+double Communicator::predictSeconds(const CollArgs& args, const Choice& choice) {
+  return predictChoiceSeconds(args, choiceContext(), choice, directOption(args));
+}
+
+std::string Communicator::algorithmFor(const CollArgs& args) { return choose(args).name; }
+
 std::shared_ptr<const Schedule> Communicator::scheduleFor(const CollArgs& args) {
-  std::string algo = algorithmFor(args);
+  // A schedule algorithm: when the direct path won, runCollective tried it first and it declined this call.
+  std::string algo = chooseAlgorithm(args, choiceContext(), algoOverride_).name;
   std::string key = cacheKey(args, algo);
   auto it = scheduleCache_.find(key);
   if (it != scheduleCache_.end()) return it->second;
@@ -263,6 +278,7 @@ std::shared_ptr<const Schedule> Communicator::scheduleFor(const CollArgs& args) 
     bo.hostOf.push_back(hostIndex[h]);
   }
   if (hostIndex.size() == 1) bo.hostOf.clear();
+  bo.ringOrder = planner_->buildOptions().ringOrder;  // the order the model priced: ranks of a host adjacent
   const AlgorithmInfo* info = findAlgorithm(args.coll, algo);
   auto schedule = std::make_shared<const Schedule>(info->build(args, rank_, nranks_, bo));
   TERN_LOG(kInfo, kTune, rank_, "%s count %zu %s: algorithm %s (%zu steps, %zu scratch bytes)",
@@ -345,7 +361,7 @@ void Communicator::runCollective(Operation& op) {
   ctx.deadline = Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
   ctx.abortFlag = &aborted_;
   ctx.what = collectiveName(op.args.coll);
-  if (intraNode_ && intraNode_->tryRun(op, ctx)) return;
+  if (intraNode_ && choose(op.args).direct && intraNode_->tryRun(op, ctx)) return;
   std::shared_ptr<const Schedule> schedule = scheduleFor(op.args);
   ExecBuffers buffers{op.input, op.output, scratch(schedule->scratchBytes)};
   executeSchedule(*schedule, buffers, ctx);

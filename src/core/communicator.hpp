@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "algorithms/schedule.hpp"
+#include "core/algo_choice.hpp"
 #include "core/compressor.hpp"
 #include "core/operation.hpp"
 #include "core/unique_id.hpp"
@@ -71,6 +72,10 @@ class Communicator {
 
   // The algorithm that will run for args (for logs and perf JSON).
   std::string algorithmFor(const CollArgs& args);
+  // The cost model's decision for args (TERN_ALGO, the planner, the intra-node direct path), and the predicted time
+  // of a decision in seconds for the exact size of args (0 when the model has none).
+  Choice choose(const CollArgs& args);
+  double predictSeconds(const CollArgs& args, const Choice& choice);
 
  private:
   Communicator(int rank, int nranks, const CommOptions& opts);
@@ -79,6 +84,7 @@ class Communicator {
   void runPointToPoint(Operation& op);
   void runCompressed(Operation& op);
   ChoiceContext choiceContext();
+  DirectOption directOption(const CollArgs& args);
   std::shared_ptr<const Schedule> scheduleFor(const CollArgs& args);
   void* scratch(size_t bytes);
   void fail(ternResult_t code, const std::string& message);
@@ -114,6 +120,7 @@ class Communicator {
 
   std::map<std::tuple<const void*, size_t, int>, std::unique_ptr<Compressor>> defaultCompressors_;
   std::shared_ptr<const planner::Planner> planner_;
+  AlgoOverride algoOverride_;  // TERN_ALGO / config.algo, parsed once
 
   std::atomic<int> activeCalls_{0};
   std::mutex callsMutex_;

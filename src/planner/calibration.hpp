@@ -7,15 +7,20 @@
 //   {
 //     "version": 1,
 //     "links": {                                   per link class: shm, loopback, nvlink, pcie, smp, network,
-//       "loopback": {"alpha_us": 18.5, "bandwidth_gbs": 2.9},          or network:ethernet|roce|ib
+//       "loopback": {"alpha_us": 18.5, "bandwidth_gbs": 1.7,          or network:ethernet|roce|ib
+//                    "cache_bandwidth_gbs": 3.1, "cache_bytes": 4194304},   same-host classes: while a call's
+//                                                  per-rank working set fits in cache_bytes
 //       "network":  {"alpha_us": 62.0, "bandwidth_gbs": 0.112, "speed_gbps": 1}
 //     },                                           bandwidth per direction, GB/s = 1e9 B/s; beta = 1/bandwidth.
 //                                                  speed_gbps: the line rate it was measured at (network only):
 //                                                  other line rates keep the measured efficiency.
 //     "compute": {"cpu": {"reduce_gbs": 6.0, "copy_gbs": 10.0}, "gpu": {"reduce_gbs": 1000, "copy_gbs": 1000}},
 //                                                  reduce: output bytes per second of an element-wise reduction
-//     "codecs": {"sign": {"encode_gbs": 2.0, "decode_gbs": 3.0}},   fp32 bytes per second, by codec name or spec
-//     "shm_direct": {"alpha_us": 3.0, "busbw_gbs": 7.5},            shared-memory direct collectives
+//     "codecs": {"sign": {"encode_gbs": 3.0, "decode_gbs": 8.5,     fp32 bytes per second, by codec name or spec;
+//                         "cache_speedup": 4.7, "cache_bytes": 16777216}},   optional in-cache speedup
+//     "shm_direct": {"alpha_us": 3.0, "busbw_gbs": 3.9, "cache_busbw_gbs": 6.0, "cache_bytes": 33554432},
+//                                                  shared-memory direct collectives
+//     "cache_bytes": 4194304,                      default cache size of entries with a cache figure but no size
 //     "fit": {...}                                 written by tern-calc --calibrate for people; ignored on load
 //   }
 #pragma once

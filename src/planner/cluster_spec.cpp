@@ -110,8 +110,8 @@ IntraKind parseIntra(std::string_view s, ClusterSpec& spec) {
     const std::string ver = v.substr(6);
     spec.nvlinkVersion = ver.empty() ? 4 : (ver.size() == 1 && ver[0] >= '1' && ver[0] <= '5' ? ver[0] - '0' : -1);
     if (spec.nvlinkVersion < 0) throwError(ternInvalidArgument, "--intra %s: unknown NVLink version", v.c_str());
-    static const std::map<int, std::pair<int, int>> kGpu = {{1, {4, 60}}, {2, {6, 70}}, {3, {12, 80}},
-                                                            {4, {18, 90}}, {5, {18, 100}}};
+    static const std::map<int, std::pair<int, int>> kGpu = {
+        {1, {4, 60}}, {2, {6, 70}}, {3, {12, 80}}, {4, {18, 90}}, {5, {18, 100}}};
     spec.nvlinkCount = kGpu.at(spec.nvlinkVersion).first;
     spec.gpuSm = kGpu.at(spec.nvlinkVersion).second;
     spec.gpusPerSwitch = 1;
@@ -177,13 +177,12 @@ std::string describe(const ClusterSpec& spec) {
       intra = format("PCIe Gen%d", spec.pcieGen);
       break;
   }
-  std::string out = format("%d node%s x %d rank%s (%d ranks), intra %s", spec.nodes, spec.nodes == 1 ? "" : "s",
-                           spec.ranksPerNode, spec.ranksPerNode == 1 ? "" : "s", spec.nodes * spec.ranksPerNode,
-                           intra.c_str());
+  std::string out =
+      format("%d node%s x %d rank%s (%d ranks), intra %s", spec.nodes, spec.nodes == 1 ? "" : "s", spec.ranksPerNode,
+             spec.ranksPerNode == 1 ? "" : "s", spec.nodes * spec.ranksPerNode, intra.c_str());
   if (spec.nodes > 1) {
     out += format(", inter %s %s (%d NIC%s per node)", topo::netKindName(spec.netKind),
-                  formatLineRate(spec.netGbps * 1e9 / 8).c_str(), spec.nicsPerNode,
-                  spec.nicsPerNode == 1 ? "" : "s");
+                  formatLineRate(spec.netGbps * 1e9 / 8).c_str(), spec.nicsPerNode, spec.nicsPerNode == 1 ? "" : "s");
   }
   return out;
 }

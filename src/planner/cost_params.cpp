@@ -1,5 +1,7 @@
 #include "planner/cost_params.hpp"
 
+#include <algorithm>
+
 #include "compress/codec_cost.hpp"
 #include "compress/codec_factory.hpp"
 
@@ -12,6 +14,26 @@ const LinkCalibration* CostParams::find(ModelLink c, topo::NetKind kind) const {
   }
   auto it = links.find(modelLinkName(c));
   return it == links.end() ? nullptr : &it->second;
+}
+
+std::vector<double> cacheWeights(const CacheLevels& levels, double workingSetBytes) {
+  std::vector<double> w;
+  double served = 0;  // share of the working set served by the levels so far
+  for (const CacheLevel& l : levels) {
+    const double upTo = workingSetBytes <= l.bytes ? 1.0 : l.bytes / workingSetBytes;
+    w.push_back(std::max(0.0, upTo - served));
+    served = std::max(served, upTo);
+  }
+  w.push_back(1.0 - served);
+  return w;
+}
+
+double cachedBeta(double beta, const CacheLevels& levels, double workingSetBytes) {
+  if (levels.empty()) return beta;
+  const std::vector<double> w = cacheWeights(levels, workingSetBytes);
+  double b = w.back() * beta;
+  for (size_t i = 0; i < levels.size(); ++i) b += w[i] * levels[i].beta;
+  return b;
 }
 
 CostParams defaultCostParams() {
@@ -31,9 +53,9 @@ LinkCost defaultLinkCost(ModelLink c) {
     case ModelLink::kPcie:
     case ModelLink::kSmp:
     case ModelLink::kNetwork: {
-      static constexpr topo::LinkClass kTopo[] = {topo::LinkClass::kShm, topo::LinkClass::kShm,
+      static constexpr topo::LinkClass kTopo[] = {topo::LinkClass::kShm,    topo::LinkClass::kShm,
                                                   topo::LinkClass::kNvlink, topo::LinkClass::kPcie,
-                                                  topo::LinkClass::kSmp, topo::LinkClass::kNetwork};
+                                                  topo::LinkClass::kSmp,    topo::LinkClass::kNetwork};
       topo::LinkClassDefaults d = topo::linkClassDefaults(kTopo[static_cast<int>(c)]);
       return {d.alphaUs * 1e-6, 1.0 / (d.bandwidthGBs * 1e9)};
     }
@@ -48,8 +70,9 @@ CodecSpeed codecSpeed(const CostParams& params, const std::string& spec) {
     auto it = params.codecs.find(key);
     if (it != params.codecs.end()) return it->second;
   }
+  // Compressed collectives always encode with error feedback (worker and server residuals), so that is the cost.
   const compress::CodecCost c = compress::codecCost(cp);
-  return {c.encodeSecondsPerByte, c.decodeSecondsPerByte};
+  return {c.encodeEfSecondsPerByte > 0 ? c.encodeEfSecondsPerByte : c.encodeSecondsPerByte, c.decodeSecondsPerByte};
 }
 
 }  // namespace tern::planner

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "planner/model_link.hpp"
 
@@ -17,12 +18,29 @@ struct LinkCost {
   double beta = 0;   // seconds per byte
 };
 
+// CPU-copied bytes move faster while a call's data stays in the CPU caches. A cache level says: while the call's
+// per-rank working set (the input and output bytes it touches) fits in `bytes`, the cost per byte is `beta`. Levels
+// are kept in ascending size; a working set W is served by each level in proportion min(1, bytes / W) (a streaming
+// working set k times a cache leaves 1/k of it resident), the rest at the entry's out-of-cache figure.
+struct CacheLevel {
+  double bytes = 0;
+  double beta = 0;  // seconds per byte (links, the direct path) or a cost multiplier (codecs)
+};
+using CacheLevels = std::vector<CacheLevel>;
+
+// The weights of each level and, last, of the out-of-cache figure for a working set; they sum to 1.
+std::vector<double> cacheWeights(const CacheLevels& levels, double workingSetBytes);
+// beta blended over the levels for a working set (beta itself without levels).
+double cachedBeta(double beta, const CacheLevels& levels, double workingSetBytes);
+
 // A measured link class. For the network, speedGbps is the line rate the measurement was made at: on a topology
 // with another line rate the measured efficiency carries over (beta scales by speedGbps / line rate), so a
-// calibration made on 1 Gb/s Ethernet still says something useful about 10 Gb/s.
+// calibration made on 1 Gb/s Ethernet still says something useful about 10 Gb/s. Same-host classes may have cache
+// levels (their copies run faster in cache).
 struct LinkCalibration {
-  LinkCost cost;
-  double speedGbps = -1;  // network only; -1: beta applies as is
+  LinkCost cost;           // cost.beta: the out-of-cache (large message) figure
+  double speedGbps = -1;   // network only; -1: beta applies as is
+  CacheLevels cache = {};  // same-host classes only
 };
 
 struct ComputeCost {
@@ -30,10 +48,12 @@ struct ComputeCost {
   double copyBeta = 0;    // seconds per byte of a memory copy
 };
 
-// Seconds per byte of fp32 data to encode / decode with a codec, on one CPU core.
+// Seconds per byte of fp32 data to encode / decode with a codec, on one CPU core; cache levels scale both (their
+// beta is the cost multiplier while the working set fits).
 struct CodecSpeed {
   double encodeBeta = 0;
   double decodeBeta = 0;
+  CacheLevels cache = {};
 };
 
 // The shared-memory "direct" collectives (every rank reads its peers' buffers; src/transport/shm) are not made of
@@ -41,6 +61,7 @@ struct CodecSpeed {
 struct DirectCost {
   double alpha = 0;
   double beta = 0;
+  CacheLevels cache = {};
 };
 
 struct CostParams {
@@ -64,7 +85,13 @@ CostParams defaultCostParams();
 // Figures for link classes the topology has no number for (loopback), and for a cost model without a topology.
 LinkCost defaultLinkCost(ModelLink c);
 
-// Encode/decode cost of a codec spec: the calibration's entry when there is one, else compress::codecCost. Throws
+// The multiplier of a codec's cost for a working set (1 without cache levels).
+inline double codecCacheFactor(const CodecSpeed& s, double workingSetBytes) {
+  return cachedBeta(1.0, s.cache, workingSetBytes);
+}
+
+// Encode/decode cost of a codec spec: the calibration's entry when there is one, else compress::codecCost (encode
+// with error feedback, which the compressed collectives always use). Throws
 // Error(ternInvalidArgument) for a bad spec.
 CodecSpeed codecSpeed(const CostParams& params, const std::string& spec);
 

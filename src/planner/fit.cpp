@@ -13,9 +13,11 @@ namespace tern::planner {
 
 namespace {
 
-// Compressed collectives below this size run uncompressed (TERN_COMPRESS_MIN_BYTES' default).
-constexpr double kCompressMinBytes = 64 * 1024;
 // Latencies never go exactly to zero: the fit reads each term's count as term / alpha.
+// Weights: 1 / predicted time of the previous round (iteratively reweighted least squares), so that the fit
+// minimizes sum ((measured - predicted) / predicted)^2, the squared relative error of the predicted *bus
+// bandwidth* (busbw is bytes / time). Weighting by 1 / measured instead lets one unusually fast measurement drag
+// the whole fit towards it.
 constexpr double kMinAlpha = 1e-12;
 
 enum class PointKind { kSchedule, kCompressed, kDirect };
@@ -65,33 +67,61 @@ std::string linkKey(ModelLink c, const FitOptions& o) {
 }
 
 struct Unknown {
-  enum Kind { kAlpha, kBeta, kCodec } kind;
+  enum Kind { kAlpha, kBeta, kCacheBeta, kCodec, kCodecCache } kind;
   ModelLink cls = ModelLink::kShm;
   std::string key;  // link key or codec spec
   double value = 0;
-  bool fixed = false;
+  size_t level = 0;  // kCacheBeta, kCodecCache: which cache level
 };
+
+// Cache level sizes (ascending) per cache group: a same-host link key, "shm_direct", or "codec:<spec>".
+using CacheSizes = std::map<std::string, std::vector<double>>;
+
+std::vector<double> cacheOf(const CacheSizes& caches, const std::string& group) {
+  auto it = caches.find(group);
+  return it == caches.end() ? std::vector<double>{} : it->second;
+}
 
 // Writes the unknowns' values into params.
 void applyUnknowns(const std::vector<Unknown>& u, const FitOptions& o, const std::map<std::string, CodecSpeed>& base,
-                   CostParams& params) {
+                   const CacheSizes& caches, CostParams& params) {
   for (const Unknown& x : u) {
-    if (x.kind == Unknown::kCodec) {
-      const CodecSpeed b = base.at(x.key);
-      params.codecs[x.key] = {b.encodeBeta * x.value, b.decodeBeta * x.value};
+    if (x.kind == Unknown::kCodec || x.kind == Unknown::kCodecCache) {
+      const CodecSpeed& b = base.at(x.key);
+      CodecSpeed& c = params.codecs[x.key];
+      const std::vector<double> sizes = cacheOf(caches, "codec:" + x.key);
+      c.cache.resize(sizes.size());
+      if (x.kind == Unknown::kCodec) {
+        c.encodeBeta = b.encodeBeta * x.value;
+        c.decodeBeta = b.decodeBeta * x.value;
+      }
+      // Level multipliers are relative to the base speed; the entry's own beta carries the out-of-cache one.
+      if (x.kind == Unknown::kCodecCache) c.cache[x.level] = {sizes[x.level], x.value};
       continue;
     }
     LinkCalibration& l = params.links[x.key];
     if (x.kind == Unknown::kAlpha) l.cost.alpha = x.value;
     if (x.kind == Unknown::kBeta) l.cost.beta = x.value;
+    if (x.kind == Unknown::kCacheBeta) {
+      const std::vector<double> sizes = cacheOf(caches, x.key);
+      l.cache.resize(sizes.size());
+      l.cache[x.level] = {sizes[x.level], x.value};
+    }
     if (x.cls == ModelLink::kNetwork && o.netGbps > 0) l.speedGbps = o.netGbps;
+  }
+  // Codec levels were stored as absolute multipliers of the base speed: make them relative to the entry's own.
+  for (auto& [spec, c] : params.codecs) {
+    if (!base.count(spec) || c.cache.empty()) continue;
+    const double out = c.encodeBeta / base.at(spec).encodeBeta;
+    for (CacheLevel& l : c.cache) l.beta /= out;
   }
 }
 
 // Weighted least squares with scaled columns and a whisper of ridge (unidentifiable columns keep their value).
 // rows[i] = coefficients, y[i] = target, w[i] = weight. Returns the solution for the free columns.
 std::vector<double> solve(const std::vector<std::vector<double>>& rows, const std::vector<double>& y,
-                          const std::vector<double>& w, const std::vector<bool>& freeCol, const std::vector<double>& prev) {
+                          const std::vector<double>& w, const std::vector<bool>& freeCol,
+                          const std::vector<double>& prev) {
   const size_t m = prev.size();
   std::vector<double> scale(m, 0);
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -174,22 +204,125 @@ std::vector<FitPoint> predictRuns(const std::vector<PerfRun>& runs, const CostPa
   return out;
 }
 
-FitResult fitCalibration(const std::vector<PerfRun>& runs, const CostParams& start, const FitOptions& o) {
+namespace {
+
+// Sum of squared relative busbw errors: what the fit minimizes and what chooses the cache size.
+double score(const std::vector<FitPoint>& points) {
+  double sum = 0;
+  for (const FitPoint& p : points) {
+    if (p.predicted <= 0) return 1e300;
+    sum += std::pow((p.measured - p.predicted) / p.predicted, 2);
+  }
+  return sum;
+}
+
+// Infeasible values: a negative latency pins that latency at (almost) zero, a non-positive bandwidth term or codec
+// multiplier keeps its previous value; then the others are solved again.
+std::vector<double> solveClamped(const std::vector<std::vector<double>>& rows, const std::vector<double>& y,
+                                 const std::vector<double>& w, std::vector<double> prev,
+                                 const std::vector<bool>& isLatency) {
+  std::vector<bool> freeCol(prev.size(), true);
+  std::vector<double> next = solve(rows, y, w, freeCol, prev);
+  for (size_t pass = 0; pass < prev.size(); ++pass) {
+    bool changed = false;
+    for (size_t j = 0; j < prev.size(); ++j) {
+      if (!freeCol[j]) continue;
+      if (isLatency[j] && next[j] < kMinAlpha) {
+        prev[j] = kMinAlpha;
+        freeCol[j] = false;
+        changed = true;
+      } else if (!isLatency[j] && !(next[j] > 0)) {
+        freeCol[j] = false;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+    next = solve(rows, y, w, freeCol, prev);
+  }
+  for (size_t j = 0; j < prev.size(); ++j) {
+    if (!freeCol[j]) next[j] = prev[j];
+  }
+  return next;
+}
+
+// The direct path: time = alpha + x (w_mem beta + sum_l w_l beta_l), x = bytes x busFactor, w the cache weights.
+struct DirectPoint {
+  double x, seconds;
+  std::vector<double> weights;  // per cache level, then out of cache
+};
+
+DirectCost fitDirect(const std::vector<DirectPoint>& pts, const DirectCost& startValue,
+                     const std::vector<double>& sizes, int maxRounds) {
+  DirectCost d;
+  d.alpha = startValue.alpha;
+  d.beta = startValue.beta;
+  if (!(d.beta > 0)) {
+    double sx = 0, st = 0;
+    for (const DirectPoint& p : pts) {
+      sx += p.x;
+      st += p.seconds;
+    }
+    d.beta = st / sx;
+  }
+  for (double b : sizes) d.cache.push_back({b, d.beta});
+  const size_t k = sizes.size();
+  for (int round = 0; round < maxRounds; ++round) {
+    std::vector<std::vector<double>> rows;
+    std::vector<double> y, w;
+    for (const DirectPoint& p : pts) {
+      std::vector<double> row = {1.0, p.x * p.weights[k]};
+      for (size_t l = 0; l < k; ++l) row.push_back(p.x * p.weights[l]);
+      double perByte = p.weights[k] * d.beta;
+      for (size_t l = 0; l < k; ++l) perByte += p.weights[l] * d.cache[l].beta;
+      rows.push_back(row);
+      y.push_back(p.seconds);
+      w.push_back(1.0 / (d.alpha + p.x * perByte));
+    }
+    std::vector<double> prev = {std::max(d.alpha, kMinAlpha), d.beta};
+    std::vector<bool> latency = {true, false};
+    for (size_t l = 0; l < k; ++l) {
+      prev.push_back(d.cache[l].beta);
+      latency.push_back(false);
+    }
+    const std::vector<double> next = solveClamped(rows, y, w, prev, latency);
+    double change = std::fabs(next[1] - d.beta) / next[1] + std::fabs(next[0] - d.alpha) / std::max(next[0], 1e-9);
+    d.alpha = next[0] <= kMinAlpha ? 0.0 : next[0];
+    d.beta = next[1];
+    for (size_t l = 0; l < k; ++l) {
+      change += std::fabs(next[2 + l] - d.cache[l].beta) / next[2 + l];
+      d.cache[l].beta = next[2 + l];
+    }
+    if (change < 1e-9) break;
+  }
+  return d;
+}
+
+// One fit with given cache sizes per cache group.
+FitResult fitWithCaches(const std::vector<PerfRun>& runs, const CostParams& startParams, const FitOptions& o,
+                        const CacheSizes& caches) {
   FitResult result;
+  const CostParams& start = startParams;
   result.params = start;
   std::vector<Unknown> unknowns;
   std::map<std::string, CodecSpeed> codecBase;
+  auto has = [&](const std::string& key, Unknown::Kind kind) {
+    return std::any_of(unknowns.begin(), unknowns.end(),
+                       [&](const Unknown& u) { return u.key == key && u.kind == kind; });
+  };
 
   // Which classes and codecs the runs exercise, with their current (start or default) values.
-  std::vector<std::pair<double, double>> direct;  // (bytes x busFactor, seconds)
-  std::vector<double> directW;
+  std::vector<DirectPoint> direct;
+  const std::vector<double> directCache = cacheOf(caches, "shm_direct");
+  CacheLevels directLevels;
+  for (double b : directCache) directLevels.push_back({b, 0});
   for (const PerfRun& run : runs) {
     const std::unique_ptr<Planner> pl = plannerFor(run, start, o);
     for (const PerfPoint& p : run.points) {
       if (p.bytes < o.minBytes) continue;
       const PointKind kind = kindOf(run, p);
+      const double ws = workingSetBytes(run.collective, p.bytes, run.nranks);
       if (kind == PointKind::kDirect) {
-        direct.emplace_back(p.bytes * busFactor(run.collective, run.nranks), p.seconds);
+        direct.push_back({p.bytes * busFactor(run.collective, run.nranks), p.seconds, cacheWeights(directLevels, ws)});
         continue;
       }
       const Estimate e = predictPoint(*pl, run, p);
@@ -198,29 +331,39 @@ FitResult fitCalibration(const std::vector<PerfRun>& runs, const CostParams& sta
         const ModelLink cls = static_cast<ModelLink>(c);
         if (e.critical.transfer[c] <= 0 && e.critical.latency[c] <= 0) continue;
         const std::string key = linkKey(cls, o);
-        const bool known = std::any_of(unknowns.begin(), unknowns.end(), [&](const Unknown& u) { return u.key == key; });
-        if (known) continue;
+        if (has(key, Unknown::kAlpha)) continue;
         LinkCost cur = pl->links().classCost(cls);
         if (const LinkCalibration* lc = start.find(cls, o.netKind)) cur = lc->cost;
         unknowns.push_back({Unknown::kAlpha, cls, key, std::max(cur.alpha, kMinAlpha)});
         unknowns.push_back({Unknown::kBeta, cls, key, cur.beta});
+        if (cls != ModelLink::kNetwork) {
+          const std::vector<double> sizes = cacheOf(caches, key);
+          for (size_t l = 0; l < sizes.size(); ++l) unknowns.push_back({Unknown::kCacheBeta, cls, key, cur.beta, l});
+        }
       }
       if (kind == PointKind::kCompressed && e.critical.codec > 0 && !codecBase.count(run.compress)) {
-        codecBase[run.compress] = codecSpeed(start, run.compress);
+        CodecSpeed base = codecSpeed(start, run.compress);
+        base.cache.clear();
+        codecBase[run.compress] = base;
         unknowns.push_back({Unknown::kCodec, ModelLink::kShm, run.compress, 1.0});
+        const std::vector<double> sizes = cacheOf(caches, "codec:" + run.compress);
+        for (size_t l = 0; l < sizes.size(); ++l) {
+          unknowns.push_back({Unknown::kCodecCache, ModelLink::kShm, run.compress, 1.0, l});
+        }
       }
     }
   }
   if (unknowns.empty() && direct.empty()) {
-    throwError(ternInvalidArgument, "calibration: nothing to fit (no measurement exercises a link; sizes below "
-                                    "--min-size are left out)");
+    throwError(ternInvalidArgument,
+               "calibration: nothing to fit (no measurement exercises a link; sizes below "
+               "--min-size are left out)");
   }
 
   // Rounds: simulate with the current values, read off the terms, solve, repeat until the values settle.
   for (int round = 0; round < o.maxRounds && !unknowns.empty(); ++round) {
     result.rounds = round + 1;
     CostParams params = start;
-    applyUnknowns(unknowns, o, codecBase, params);
+    applyUnknowns(unknowns, o, codecBase, caches, params);
     std::vector<std::vector<double>> rows;
     std::vector<double> y, w;
     for (const PerfRun& run : runs) {
@@ -229,101 +372,164 @@ FitResult fitCalibration(const std::vector<PerfRun>& runs, const CostParams& sta
         if (p.bytes < o.minBytes || kindOf(run, p) == PointKind::kDirect) continue;
         const Estimate e = predictPoint(*pl, run, p);
         if (!e.error.empty()) continue;
+        const double ws = workingSetBytes(run.collective, p.bytes, run.nranks);
+        const bool compressedPoint = kindOf(run, p) == PointKind::kCompressed;
         std::vector<double> row(unknowns.size(), 0);
         double fixedPart = e.critical.total();
         for (size_t j = 0; j < unknowns.size(); ++j) {
           const Unknown& u = unknowns[j];
           const int c = static_cast<int>(u.cls);
-          double term = 0;
-          if (u.kind == Unknown::kAlpha) term = e.critical.latency[c];
-          if (u.kind == Unknown::kBeta) term = e.critical.transfer[c];
-          if (u.kind == Unknown::kCodec) term = kindOf(run, p) == PointKind::kCompressed && run.compress == u.key
-                                                    ? e.critical.codec
-                                                    : 0;
-          row[j] = u.value > 0 ? term / u.value : 0;
-          fixedPart -= term;
+          switch (u.kind) {
+            case Unknown::kAlpha:
+              row[j] = e.critical.latency[c] / u.value;
+              fixedPart -= e.critical.latency[c] + e.critical.transfer[c];
+              break;
+            case Unknown::kBeta:
+            case Unknown::kCacheBeta: {
+              // Bytes of this class on the critical path: its transfer seconds over the blended beta in use,
+              // shared out over the out-of-cache figure and the levels by their weights.
+              const LinkCalibration& l = params.links.at(u.key);
+              const double used = cachedBeta(l.cost.beta, l.cache, ws);
+              const double bytes = used > 0 ? e.critical.transfer[c] / used : 0;
+              const std::vector<double> wts = cacheWeights(l.cache, ws);
+              row[j] = bytes * (u.kind == Unknown::kCacheBeta ? wts[u.level] : wts.back());
+              break;
+            }
+            case Unknown::kCodec:
+            case Unknown::kCodecCache: {
+              if (!compressedPoint || run.compress != u.key) break;
+              // The codec seconds at the base speed: what the current multipliers were applied to.
+              const CodecSpeed& now = params.codecs.at(u.key);
+              const CodecSpeed& b = codecBase.at(u.key);
+              const double out = now.encodeBeta / b.encodeBeta;
+              const double used = out * codecCacheFactor(now, ws);
+              const double base = used > 0 ? e.critical.codec / used : 0;
+              const std::vector<double> wts = cacheWeights(now.cache, ws);
+              row[j] = base * (u.kind == Unknown::kCodecCache ? wts[u.level] : wts.back());
+              if (u.kind == Unknown::kCodec) fixedPart -= e.critical.codec;
+              break;
+            }
+          }
         }
         rows.push_back(row);
         y.push_back(p.seconds - fixedPart);
-        w.push_back(1.0 / p.seconds);
+        w.push_back(1.0 / std::max(e.seconds, 1e-12));
       }
     }
     std::vector<double> prev;
-    std::vector<bool> freeCol;
+    std::vector<bool> latency;
     for (const Unknown& u : unknowns) {
       prev.push_back(u.value);
-      freeCol.push_back(!u.fixed);
+      latency.push_back(u.kind == Unknown::kAlpha);
     }
-    std::vector<double> next = solve(rows, y, w, freeCol, prev);
-    // Infeasible values: a negative latency pins that latency at (almost) zero, a non-positive bandwidth term or
-    // codec multiplier keeps its previous value; then the others are solved again.
-    for (size_t pass = 0; pass < unknowns.size(); ++pass) {
-      bool changed = false;
-      for (size_t j = 0; j < unknowns.size(); ++j) {
-        if (!freeCol[j]) continue;
-        if (unknowns[j].kind == Unknown::kAlpha && next[j] < kMinAlpha) {
-          prev[j] = kMinAlpha;
-          freeCol[j] = false;
-          changed = true;
-        } else if (unknowns[j].kind != Unknown::kAlpha && next[j] <= 0) {
-          freeCol[j] = false;
-          changed = true;
-        }
-      }
-      if (!changed) break;
-      next = solve(rows, y, w, freeCol, prev);
-    }
+    const std::vector<double> next = solveClamped(rows, y, w, prev, latency);
     double change = 0;
     for (size_t j = 0; j < unknowns.size(); ++j) {
-      if (!freeCol[j]) next[j] = prev[j];
       change = std::max(change, std::fabs(next[j] - unknowns[j].value) / std::max(unknowns[j].value, 1e-300));
       unknowns[j].value = next[j];
     }
     if (change < 1e-6) break;
   }
-  applyUnknowns(unknowns, o, codecBase, result.params);
+  applyUnknowns(unknowns, o, codecBase, caches, result.params);
   for (const Unknown& u : unknowns) {
     if (u.kind == Unknown::kAlpha) result.fitted.push_back(u.key + " alpha/beta");
     if (u.kind == Unknown::kCodec) result.fitted.push_back("codec " + u.key);
   }
-
-  // The direct path: a straight line in bytes x busFactor, weighted like the rest.
   if (!direct.empty()) {
-    double s00 = 0, s01 = 0, s11 = 0, t0 = 0, t1 = 0;
-    for (const auto& [x, t] : direct) {
-      const double ww = 1.0 / (t * t);
-      s00 += ww;
-      s01 += ww * x;
-      s11 += ww * x * x;
-      t0 += ww * t;
-      t1 += ww * x * t;
-    }
-    const double det = s00 * s11 - s01 * s01;
-    DirectCost d;
-    if (direct.size() >= 2 && std::fabs(det) > 0) {
-      d.alpha = (t0 * s11 - s01 * t1) / det;
-      d.beta = (s00 * t1 - s01 * t0) / det;
-    }
-    if (d.alpha < 0 || direct.size() < 2 || !(d.beta > 0)) {  // through the origin
-      d.alpha = 0;
-      d.beta = t1 / s11;
-    }
-    result.params.shmDirect = d;
+    result.params.shmDirect =
+        fitDirect(direct, start.shmDirect.value_or(DirectCost{}), directCache, std::max(o.maxRounds, 30));
     result.fitted.push_back("shm_direct");
   }
-
   result.points = predictRuns(runs, result.params, o);
+  return result;
+}
+
+// The cache groups a fit without cache terms found: same-host link keys, the direct path, codecs.
+std::vector<std::string> cacheGroups(const FitResult& r) {
+  std::vector<std::string> groups;
+  const std::string suffix = " alpha/beta";
+  for (const std::string& f : r.fitted) {
+    if (f.size() > suffix.size() && f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      const std::string key = f.substr(0, f.size() - suffix.size());
+      if (key.rfind("network", 0) != 0) groups.push_back(key);
+    } else if (f == "shm_direct") {
+      groups.push_back(f);
+    } else if (f.rfind("codec ", 0) == 0) {
+      groups.push_back("codec:" + f.substr(6));
+    }
+  }
+  return groups;
+}
+
+}  // namespace
+
+FitResult fitCalibration(const std::vector<PerfRun>& runs, const CostParams& start, const FitOptions& o) {
+  // Cache sizes are not linear in anything: starting without cache levels, give each group in turn a first level
+  // at the best size of a grid (256 KiB .. 256 MiB), then a second, moving every level to its best size after each
+  // addition. A change is kept only when the fit gets clearly better (2% lower score, and more than a 0.5% rms
+  // busbw error gained), so data without cache effects gets no levels.
+  CacheSizes caches;
+  FitResult best = fitWithCaches(runs, start, o, caches);
+  double bestScore = score(best.points);
+  // Accepts `trial` when it fits clearly better.
+  auto consider = [&](const CacheSizes& trial) {
+    FitResult r = fitWithCaches(runs, start, o, trial);
+    const double sc = score(r.points);
+    if (sc < bestScore * 0.98 && bestScore - sc > 0.005 * 0.005 * static_cast<double>(r.points.size())) {
+      best = std::move(r);
+      bestScore = sc;
+      caches = trial;
+      return true;
+    }
+    return false;
+  };
+  std::vector<double> grid;
+  for (double c = 256.0 * 1024; c <= 256.0 * 1024 * 1024; c *= 2) grid.push_back(c);
+  if (o.fitCache) {
+    for (const std::string& g : cacheGroups(best)) {
+      for (size_t levels = 1; levels <= 2; ++levels) {
+        // Add a level where it helps most ...
+        const CacheSizes before = caches;
+        for (double c : grid) {
+          std::vector<double> sizes = cacheOf(before, g);
+          if (std::find(sizes.begin(), sizes.end(), c) != sizes.end()) continue;
+          sizes.push_back(c);
+          std::sort(sizes.begin(), sizes.end());
+          CacheSizes trial = before;
+          trial[g] = sizes;
+          consider(trial);
+        }
+        if (cacheOf(caches, g).size() < levels) break;  // no level helped: the group has what it needs
+        // ... then move each level to where it fits best with the others in place (coordinate descent).
+        for (size_t i = 0; i < cacheOf(caches, g).size(); ++i) {
+          const CacheSizes base = caches;
+          for (double c : grid) {
+            std::vector<double> sizes = cacheOf(base, g);
+            if (std::find(sizes.begin(), sizes.end(), c) != sizes.end()) continue;
+            sizes[i] = c;
+            std::sort(sizes.begin(), sizes.end());
+            CacheSizes trial = base;
+            trial[g] = sizes;
+            consider(trial);
+          }
+        }
+      }
+    }
+  }
   double sum = 0;
   int count = 0;
-  for (const FitPoint& p : result.points) {
+  for (const FitPoint& p : best.points) {
     if (p.predicted < 0) continue;
     const double err = (p.predicted - p.measured) / p.measured;
     sum += err * err;
-    result.maxError = std::max(result.maxError, std::fabs(err));
+    best.maxError = std::max(best.maxError, std::fabs(err));
     ++count;
   }
-  result.rmsError = count > 0 ? std::sqrt(sum / count) : 0;
-  return result;
+  best.rmsError = count > 0 ? std::sqrt(sum / count) : 0;
+  for (const auto& [group, sizes] : caches) {
+    if (!sizes.empty()) best.fitted.push_back("cache " + group);
+  }
+  return best;
 }
 
 }  // namespace tern::planner

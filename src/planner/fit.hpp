@@ -7,9 +7,16 @@
 //
 //     time_i - fixed_i = sum_c  L_ic alpha_c + B_ic beta_c  (+ K_i kappa for the codec's cost multiplier)
 //
-// weighted by 1/time_i (relative errors, so 1 MB and 256 MB count alike). The path can change with the
-// parameters, so the fit re-simulates with the new values and solves again until they settle (a few rounds).
+// weighted by 1/predicted_i (relative errors of the predicted bus bandwidth, so 1 MB and 256 MB count alike). The
+// path and the weights change with the parameters, so the fit re-simulates with the new values and solves again
+// until they settle (a few rounds of iteratively reweighted least squares).
 // Negative latencies are clamped to zero (the column is dropped and the rest re-solved).
+//
+// Cache effects: CPU-copied bytes (same-host classes, the direct path, codec kernels) move faster while a call's
+// working set fits in a cache. With the cache sizes fixed, a class's beta is a weighted sum of its out-of-cache
+// and per-level figures (cost_params.hpp: cacheWeights), still linear in them, and likewise a codec's multipliers.
+// The sizes are searched per group (each same-host class, the direct path, each codec) over 256 KiB .. 256 MiB:
+// first one level per group, then a second; a level is kept only when the fit gets clearly better.
 //
 // Runs whose algorithm is the shared-memory direct path (not a schedule) fit the direct model alone:
 // time = alpha + bytes x busFactor x beta. Compressed runs (perf -Z) fit a multiplier of the codec's
@@ -28,9 +35,10 @@ namespace tern::planner {
 
 struct FitOptions {
   topo::NetKind netKind = topo::NetKind::kEthernet;  // what the runs' hosts were joined by
-  double netGbps = -1;   // its line rate, recorded with the fit; -1 unknown (the fit is then absolute)
-  double minBytes = 0;   // measurements below this size are left out
+  double netGbps = -1;  // its line rate, recorded with the fit; -1 unknown (the fit is then absolute)
+  double minBytes = 0;  // measurements below this size are left out
   int maxRounds = 30;
+  bool fitCache = true;  // also try cache levels (CacheLevel) for same-host classes, the direct path, codecs
 };
 
 struct FitPoint {
@@ -41,9 +49,9 @@ struct FitPoint {
   std::string transport;
   std::string algorithm;  // what ran
   double bytes = 0;
-  double measured = 0;    // seconds
-  double predicted = 0;   // seconds, with the fitted parameters
-  double busFactor = 1;   // for busbw = bytes / time / 1e9 x busFactor
+  double measured = 0;   // seconds
+  double predicted = 0;  // seconds, with the fitted parameters
+  double busFactor = 1;  // for busbw = bytes / time / 1e9 x busFactor
 };
 
 struct FitResult {

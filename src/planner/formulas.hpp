@@ -14,11 +14,11 @@
 namespace tern::planner {
 
 struct FormulaInputs {
-  int p = 2;          // ranks
-  double n = 0;       // bytes
-  double alpha = 0;   // seconds
-  double beta = 0;    // seconds per byte
-  double gamma = 0;   // seconds per byte
+  int p = 2;         // ranks
+  double n = 0;      // bytes
+  double alpha = 0;  // seconds
+  double beta = 0;   // seconds per byte
+  double gamma = 0;  // seconds per byte
   // Hierarchical algorithms: `nodes` nodes of `perNode` ranks, intra-node links (alpha, beta above) and the
   // network's; `nicShare` ranks of a node share one NIC (their inter-node streams divide its bandwidth).
   int nodes = 1;

@@ -78,6 +78,7 @@ LinkTable::LinkTable(const topo::JobTopology& job, IntraTransport intra, const C
         if (const LinkCalibration* c = params_.find(l.cls)) {
           l.alpha = c->cost.alpha;
           l.beta = c->cost.beta;
+          l.cache = c->cache;
         } else if (l.cls == ModelLink::kLoopback) {
           const LinkCost d = defaultLinkCost(l.cls);
           l.alpha = d.alpha;

@@ -24,15 +24,16 @@ namespace tern::planner {
 
 struct PairLink {
   ModelLink cls = ModelLink::kShm;
-  double alpha = 0;      // seconds
-  double beta = 0;       // seconds per byte, this pair's bottleneck
-  double betaScale = 1;  // beta / the class's calibrated beta (1 when uncalibrated): the coefficient a fit uses
-  int sendPort = -1;     // resources held for bytes x beta
+  double alpha = 0;        // seconds
+  double beta = 0;         // seconds per byte, this pair's bottleneck (out of cache)
+  CacheLevels cache = {};  // same-host calibrated classes: faster while the call fits in cache
+  double betaScale = 1;    // beta / the class's calibrated beta (1 when uncalibrated): the coefficient a fit uses
+  int sendPort = -1;       // resources held for bytes x beta
   int recvPort = -1;
-  int nicOut = -1;       // cross-host only: resources held for bytes x nicBeta
+  int nicOut = -1;  // cross-host only: resources held for bytes x nicBeta
   int nicIn = -1;
   double nicBeta = 0;
-  double lineGBs = 0;    // cross-host: the NIC line rate the pair's traffic is limited to (GB/s), for reports
+  double lineGBs = 0;  // cross-host: the NIC line rate the pair's traffic is limited to (GB/s), for reports
 };
 
 class LinkTable {

@@ -11,9 +11,7 @@
 
 namespace tern::planner {
 
-IntraTransport PerfRun::intra() const {
-  return transport == "tcp" ? IntraTransport::kLoopback : IntraTransport::kShm;
-}
+IntraTransport PerfRun::intra() const { return transport == "tcp" ? IntraTransport::kLoopback : IntraTransport::kShm; }
 
 PerfRun loadPerfRun(const std::string& pathSpec, int defaultNodes) {
   std::string path = pathSpec;

@@ -20,7 +20,7 @@ constexpr const char* kDirectName = "shm_direct";
 
 // The shared-memory direct collectives when nothing measured says otherwise: a few microseconds of flag
 // handshakes, and about one core's memcpy bandwidth as bus bandwidth.
-constexpr DirectCost kDefaultDirect{2e-6, 1.0 / 10e9};
+const DirectCost kDefaultDirect{2e-6, 1.0 / 10e9};
 
 bool isDataCollective(Collective c) {
   switch (c) {
@@ -40,10 +40,7 @@ bool isDataCollective(Collective c) {
 }  // namespace
 
 double busFactor(Collective c, int p) {
-  if (p <= 1) return c == Collective::kAllReduce || c == Collective::kAllGather ||
-                            c == Collective::kReduceScatter || c == Collective::kAlltoAll
-                        ? 0.0
-                        : 1.0;
+  p = std::max(p, 1);  // one rank moves nothing: the factor is 0 for the collectives that scale with p
   switch (c) {
     case Collective::kAllReduce:
       return 2.0 * (p - 1) / p;
@@ -76,6 +73,11 @@ double bytesOfArgs(const CollArgs& args, int nranks) {
     b *= nranks;
   }
   return b;
+}
+
+double workingSetBytes(Collective c, double bytes, int nranks) {
+  if (c == Collective::kAllGather || c == Collective::kReduceScatter) return bytes * (1.0 + 1.0 / std::max(1, nranks));
+  return 2 * bytes;
 }
 
 Planner::Planner(PlannerConfig config) : config_(std::move(config)) {
@@ -116,7 +118,7 @@ Estimate Planner::estimate(Collective c, double bytes, const std::string& algori
     if (it != estimates_.end()) return it->second;
   }
   Estimate e = nranks() > config_.maxSimulatedRanks ? closedFormEstimate(c, bytes, algorithm)
-                                                     : simulateAlgorithm(c, bytes, algorithm, dtype);
+                                                    : simulateAlgorithm(c, bytes, algorithm, dtype);
   std::lock_guard<std::mutex> lock(mutex_);
   if (estimates_.size() > 8192) estimates_.clear();
   estimates_.emplace(key, e);
@@ -151,8 +153,12 @@ Estimate Planner::scaledSimulation(Collective c, const CollArgs& args, double by
   if (!coarse.error.empty()) return coarse;
   const double k = (static_cast<double>(chunk) - static_cast<double>(c2)) / static_cast<double>(c1 - c2);
   Estimate out = fine;
-  out.seconds = std::max(fine.seconds + (coarse.seconds - fine.seconds) * k, 0.5 * fine.seconds);
+  out.seconds = fine.seconds + (coarse.seconds - fine.seconds) * k;
   out.critical = fine.critical + (coarse.critical + fine.critical * -1.0) * k;
+  if (out.seconds < 0.5 * fine.seconds) {  // not pipeline-shaped after all: never extrapolate below half
+    out.seconds = 0.5 * fine.seconds;
+    out.critical = fine.critical * 0.5;
+  }
   if (out.seconds > 0) out.busiestUtilization = fine.busiestUtilization * fine.seconds / out.seconds;
   return out;
 }
@@ -166,6 +172,7 @@ Estimate Planner::runSimulation(Collective c, const CollArgs& args, const std::s
   bo.pipelineChunkBytes = chunkBytes;
   std::unique_ptr<compress::Codec> codec;
   SimCosts costs;
+  costs.workingSet = workingSetBytes(c, bytesOfArgs(args, p), p);
   std::vector<Schedule> schedules;
   schedules.reserve(p);
   try {
@@ -240,7 +247,7 @@ Estimate Planner::estimateDirect(Collective c, double bytes) const {
     if (links_->isGpu(r)) return e;
   }
   const DirectCost d = config_.params.shmDirect.value_or(kDefaultDirect);
-  const double wire = bytes * busFactor(c, nranks()) * d.beta;
+  const double wire = bytes * busFactor(c, nranks()) * cachedBeta(d.beta, d.cache, workingSetBytes(c, bytes, nranks()));
   e.seconds = d.alpha + wire;
   e.critical.latency[static_cast<int>(ModelLink::kShm)] = d.alpha;
   e.critical.transfer[static_cast<int>(ModelLink::kShm)] = wire;
@@ -248,6 +255,12 @@ Estimate Planner::estimateDirect(Collective c, double bytes) const {
   e.busiestUsers = nranks();
   e.busiestUtilization = 1;
   return e;
+}
+
+double Planner::calibratedDirectSeconds(Collective c, double bytes) const {
+  if (!config_.params.shmDirect) return -1;
+  const DirectCost& d = *config_.params.shmDirect;
+  return d.alpha + bytes * busFactor(c, nranks()) * cachedBeta(d.beta, d.cache, workingSetBytes(c, bytes, nranks()));
 }
 
 FormulaInputs Planner::formulaInputs(Collective c, const std::string& algorithm, double bytes) const {
@@ -325,7 +338,7 @@ double Planner::bucketBytes(int bucket) {
 }
 
 std::shared_ptr<const Planner::Ranking> Planner::ranking(Collective c, double bytes, ternDataType_t dtype,
-                                                        bool* fresh) const {
+                                                         bool* fresh) const {
   const int bucket = sizeBucket(bytes);
   const auto key = std::make_tuple(static_cast<int>(c), bucket, static_cast<int>(dataTypeSize(dtype)));
   {

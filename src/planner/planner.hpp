@@ -50,13 +50,16 @@ struct PlannerConfig {
 struct Estimate {
   std::string algorithm;
   double seconds = 0;
-  Breakdown critical;       // what the time is made of, along the critical path
-  std::string busiestPort;  // e.g. "host roce25-0 nic0 (mlx5_0) egress"; empty when nothing is sent
+  Breakdown critical;             // what the time is made of, along the critical path
+  std::string busiestPort;        // e.g. "host roce25-0 nic0 (mlx5_0) egress"; empty when nothing is sent
   double busiestUtilization = 0;  // busy seconds / seconds
   int busiestUsers = 0;           // ranks sharing that port
   bool simulated = true;          // false: closed form (more ranks than maxSimulatedRanks)
   std::string error;              // non-empty: this algorithm cannot be priced (builder error)
 };
+
+// Compressed collectives leave smaller calls uncompressed (the default of TERN_COMPRESS_MIN_BYTES).
+inline constexpr double kCompressMinBytes = 64 * 1024;
 
 // The nccl-tests bus bandwidth factor of a collective on p ranks: allreduce 2(p-1)/p; allgather, reduce-scatter,
 // alltoall (p-1)/p; broadcast, reduce, sendrecv 1.
@@ -67,6 +70,8 @@ double busFactor(Collective c, int p);
 CollArgs argsForBytes(Collective c, double bytes, int nranks, ternDataType_t dtype = ternFloat32);
 // The inverse: the total bytes of a call.
 double bytesOfArgs(const CollArgs& args, int nranks);
+// Bytes of input and output one rank touches in a call of `bytes` total (for the cache term of CostParams).
+double workingSetBytes(Collective c, double bytes, int nranks);
 
 class Planner {
  public:
@@ -91,6 +96,12 @@ class Planner {
   Estimate estimateCompressed(Collective c, double bytes, const std::string& codecSpec) const;
   // The shared-memory direct path (CostParams::shmDirect, or its default); seconds < 0 when it does not apply.
   Estimate estimateDirect(Collective c, double bytes) const;
+  // Whether the schedules over the shm transport have measured figures ("shm" in the calibration). Until they do,
+  // the direct path wins wherever it applies: the transport chose it for the call, and an unmeasured default is
+  // no ground for overruling it (selection and tern-calc both follow this).
+  bool shmSchedulesCalibrated() const { return config_.params.find(ModelLink::kShm) != nullptr; }
+  // The calibrated direct-path time (CostParams::shmDirect), whatever the job; -1 when the parameters have none.
+  double calibratedDirectSeconds(Collective c, double bytes) const;
 
   // Every candidate, cheapest first (ties: registry order); failed estimates last.
   std::vector<Estimate> rank(Collective c, double bytes, ternDataType_t dtype = ternFloat32) const;

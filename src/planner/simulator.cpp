@@ -29,9 +29,16 @@ struct Event {
 class Simulation {
  public:
   Simulation(const std::vector<Schedule>& s, const LinkTable& links, const SimCosts& costs)
-      : s_(s), links_(links), costs_(costs), n_(static_cast<int>(s.size())), ranks_(n_),
-        pairs_(static_cast<size_t>(n_) * n_), ports_(links.numPorts()), busy_(links.numPorts(), 0.0),
-        computeFree_(n_) {
+      : s_(s),
+        links_(links),
+        costs_(costs),
+        n_(static_cast<int>(s.size())),
+        ranks_(n_),
+        pairs_(static_cast<size_t>(n_) * n_),
+        ports_(links.numPorts()),
+        busy_(links.numPorts(), 0.0),
+        computeFree_(n_),
+        codecFactor_(codecCacheFactor(costs.codec, costs.workingSet)) {
     for (int r = 0; r < n_; ++r) {
       RankState& st = ranks_[r];
       const std::vector<Step>& steps = s_[r].steps;
@@ -81,8 +88,10 @@ class Simulation {
     out.messages = messages_;
     out.wireBytes = wireBytes_;
     if (completed_ != total_) {
-      out.error = format("cost model: %zu of %zu steps of '%s' can never run (unmatched send/receive or a "
-                         "dependency cycle)", total_ - completed_, total_, s_.empty() ? "" : s_[0].algorithm.c_str());
+      out.error = format(
+          "cost model: %zu of %zu steps of '%s' can never run (unmatched send/receive or a "
+          "dependency cycle)",
+          total_ - completed_, total_, s_.empty() ? "" : s_[0].algorithm.c_str());
       return out;
     }
     Lin end;
@@ -107,14 +116,14 @@ class Simulation {
     std::vector<uint32_t> remaining;
     std::vector<Lin> at;  // ready time until the step runs, then its completion time
     std::vector<bool> ready;
-    std::vector<uint32_t> depStart, dependents;  // CSR of the reverse dependency graph
+    std::vector<uint32_t> depStart, dependents;       // CSR of the reverse dependency graph
     std::vector<std::vector<uint32_t>> sends, recvs;  // per peer, in step order
     std::vector<size_t> sendHead, recvHead;
   };
   struct PairState {
-    std::vector<Lin> arrivals;                                 // per message, in order
-    std::vector<std::pair<uint32_t, Lin>> waiting;             // posted receives without a message yet, per index
-    size_t received = 0;                                       // receives posted so far
+    std::vector<Lin> arrivals;                      // per message, in order
+    std::vector<std::pair<uint32_t, Lin>> waiting;  // posted receives without a message yet, per index
+    size_t received = 0;                            // receives posted so far
   };
 
   void push(int rank, uint32_t step, const Lin& when) {
@@ -147,11 +156,11 @@ class Simulation {
         t.b.reduce += secs;
         break;
       case StepKind::kEncode:
-        secs = static_cast<double>(step.elements) * 4.0 * costs_.codec.encodeBeta * links_.codecScale(r);
+        secs = static_cast<double>(step.elements) * 4.0 * costs_.codec.encodeBeta * links_.codecScale(r) * codecFactor_;
         t.b.codec += secs;
         break;
       case StepKind::kDecode:
-        secs = static_cast<double>(step.elements) * 4.0 * costs_.codec.decodeBeta * links_.codecScale(r);
+        secs = static_cast<double>(step.elements) * 4.0 * costs_.codec.decodeBeta * links_.codecScale(r) * codecFactor_;
         t.b.codec += secs;
         break;
       case StepKind::kCast:
@@ -194,7 +203,7 @@ class Simulation {
       start = later(start, ports_[l.nicIn]);
     }
     Lin end = start;
-    const double wire = bytes * l.beta;
+    const double wire = bytes * cachedBeta(l.beta, l.cache, costs_.workingSet);
     end.t += wire;
     end.b.transfer[cls] += wire;
     ports_[l.sendPort] = end;
@@ -263,6 +272,7 @@ class Simulation {
   std::vector<Lin> ports_;  // when each port is next free
   std::vector<double> busy_;
   std::vector<Lin> computeFree_;
+  double codecFactor_;  // the codec's cache factor for this call
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;
   size_t total_ = 0;

@@ -22,7 +22,8 @@
 namespace tern::planner {
 
 struct SimCosts {
-  CodecSpeed codec;  // for kEncode / kDecode steps
+  CodecSpeed codec;       // for kEncode / kDecode steps
+  double workingSet = 0;  // per-rank bytes the call touches, for the cache figures of pairs and codec
 };
 
 struct SimResult {
@@ -31,8 +32,8 @@ struct SimResult {
   std::vector<double> portBusy;  // seconds each port was held
   int busiestPort = -1;          // -1 when nothing was sent
   size_t messages = 0;
-  double wireBytes = 0;          // bytes sent, all ranks together
-  std::string error;             // non-empty when the schedules cannot finish (a builder bug): what is stuck
+  double wireBytes = 0;  // bytes sent, all ranks together
+  std::string error;     // non-empty when the schedules cannot finish (a builder bug): what is stuck
 };
 
 // schedules[r] is rank r's schedule; links.nranks() must equal schedules.size().

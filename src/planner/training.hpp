@@ -18,8 +18,8 @@ struct TrainingInputs {
   double params = 0;               // number of gradient elements
   double gradBytesPerElement = 4;  // 4 fp32, 2 fp16/bf16
   double computeSeconds = 0;
-  double overlap = 0;              // 0..1
-  std::string algorithm;           // "" = the planner's choice
+  double overlap = 0;     // 0..1
+  std::string algorithm;  // "" = the planner's choice
 };
 
 struct StepTime {
@@ -27,9 +27,9 @@ struct StepTime {
   double commSeconds = 0;     // the allreduce
   double exposedSeconds = 0;  // what is left after overlap
   double stepSeconds = 0;
-  double commFraction = 0;    // exposed / step
-  double efficiency = 1;      // compute / step
-  double speedup = 1;         // ranks x efficiency
+  double commFraction = 0;  // exposed / step
+  double efficiency = 1;    // compute / step
+  double speedup = 1;       // ranks x efficiency
   Estimate estimate;
 };
 

@@ -32,11 +32,24 @@ double parseBytes(std::string_view text) {
   std::string unit;
   const double v = leadingNumber(text, &unit, "size");
   static const std::map<std::string, double> kUnits = {
-      {"", 1},           {"B", 1},
-      {"kB", 1e3},       {"KB", 1e3},          {"MB", 1e6},          {"GB", 1e9},          {"TB", 1e12},
-      {"KiB", 1024.0},   {"MiB", 1048576.0},   {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-      {"K", 1024.0},     {"M", 1048576.0},     {"G", 1073741824.0},  {"T", 1099511627776.0},
-      {"k", 1024.0},     {"m", 1048576.0},     {"g", 1073741824.0},
+      {"", 1},
+      {"B", 1},
+      {"kB", 1e3},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12},
+      {"KiB", 1024.0},
+      {"MiB", 1048576.0},
+      {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0},
+      {"K", 1024.0},
+      {"M", 1048576.0},
+      {"G", 1073741824.0},
+      {"T", 1099511627776.0},
+      {"k", 1024.0},
+      {"m", 1048576.0},
+      {"g", 1073741824.0},
   };
   auto it = kUnits.find(unit);
   if (it == kUnits.end()) {
@@ -113,9 +126,8 @@ double parseRate(std::string_view text, RateDefault bare) {
 double parseCount(std::string_view text) {
   std::string unit;
   const double v = leadingNumber(text, &unit, "count");
-  static const std::map<std::string, double> kUnits = {{"", 1},    {"K", 1e3},  {"k", 1e3},  {"M", 1e6},
-                                                       {"m", 1e6}, {"B", 1e9},  {"G", 1e9},  {"b", 1e9},
-                                                       {"T", 1e12}};
+  static const std::map<std::string, double> kUnits = {{"", 1},    {"K", 1e3}, {"k", 1e3}, {"M", 1e6}, {"m", 1e6},
+                                                       {"B", 1e9}, {"G", 1e9}, {"b", 1e9}, {"T", 1e12}};
   auto it = kUnits.find(unit);
   if (it == kUnits.end()) {
     throwError(ternInvalidArgument, "bad count '%s': unknown suffix '%s' (K, M, B, T)", std::string(text).c_str(),
@@ -127,7 +139,8 @@ double parseCount(std::string_view text) {
 Sweep parseSweep(std::string_view text) {
   const std::string s(text);
   const size_t a = s.find(':');
-  if (a == std::string::npos) throwError(ternInvalidArgument, "bad sweep '%s': expected FIRST:LAST[:xFACTOR]", s.c_str());
+  if (a == std::string::npos)
+    throwError(ternInvalidArgument, "bad sweep '%s': expected FIRST:LAST[:xFACTOR]", s.c_str());
   const size_t b = s.find(':', a + 1);
   Sweep w;
   w.first = parseBytes(s.substr(0, a));
@@ -137,7 +150,8 @@ Sweep parseSweep(std::string_view text) {
     if (!f.empty() && (f[0] == 'x' || f[0] == '*')) f.erase(0, 1);
     std::string unit;
     w.factor = leadingNumber(f, &unit, "sweep factor");
-    if (!unit.empty() || w.factor <= 1) throwError(ternInvalidArgument, "bad sweep '%s': the factor must be > 1", s.c_str());
+    if (!unit.empty() || w.factor <= 1)
+      throwError(ternInvalidArgument, "bad sweep '%s': the factor must be > 1", s.c_str());
   }
   if (w.first < 1 || w.last < w.first) {
     throwError(ternInvalidArgument, "bad sweep '%s': need 1 B <= FIRST <= LAST", s.c_str());

@@ -27,10 +27,10 @@ struct Sweep {
 };
 Sweep parseSweep(std::string_view text);
 
-std::string formatBytes(double bytes);         // "102.4 MB", "1 MiB", "8 B"
-std::string formatRate(double bytesPerSecond);  // "3.125 GB/s"
+std::string formatBytes(double bytes);              // "102.4 MB", "1 MiB", "8 B"
+std::string formatRate(double bytesPerSecond);      // "3.125 GB/s"
 std::string formatLineRate(double bytesPerSecond);  // in bits: "25 Gb/s"
-std::string formatTime(double seconds);         // "32.8 ms", "4.1 us", "1.25 s"
+std::string formatTime(double seconds);             // "32.8 ms", "4.1 us", "1.25 s"
 // Up to `digits` significant digits, trailing zeros dropped ("102.4", "33", "0.0125").
 std::string formatNumber(double x, int digits = 4);
 

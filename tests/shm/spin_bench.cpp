@@ -1,12 +1,12 @@
 // spin_bench: what spin budget the shared-memory waits (src/transport/shm/flag_wait.*) should use on this machine.
 //
-// P processes run an all-to-all flag barrier P-many times, the synchronisation pattern of a direct collective: each
+// P processes run an all-to-all flag barrier many times, the synchronisation pattern of a direct collective: each
 // posts its counter (shm::publish, the library's protocol) and waits for every other rank's counter, spinning up to
 // a budget before sleeping on the futex. Optionally each iteration first does W microseconds of work (a chunk's
-// copy/reduce), and ranks can be bound to CPUs (P % ncpus). Prints microseconds per barrier for each budget.
+// copy/reduce), ranks can be bound to CPUs (rank % ncpus), and -c applies the library's co-location rule (no spin
+// when the awaited rank last posted from this CPU; sched_yield instead). Prints microseconds per barrier per budget.
 //
-//   spin_bench [-p ranks] [-w work_us] [-n iters] [-b] [spin_us ...]    (default budgets: 0 1 2 5 10 20 50 100)
-#include <immintrin.h>
+//   spin_bench [-p ranks] [-w work_us] [-n iters] [-b] [-c] [spin_us ...]   (default budgets: 0 1 2 5 10 20 50 100)
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -24,29 +24,40 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using tern::shm::cpuRelax;
 using tern::shm::futexWait;
 using tern::shm::publish;
 using tern::shm::reached;
 
 struct alignas(64) Flag {
   std::atomic<uint32_t> value;
+  std::atomic<int32_t> cpu;
 };
+
+bool colocationRule = false;
 struct alignas(64) Waiters {
   std::atomic<uint32_t> count;
 };
 
 void busy(double us) {
   auto end = Clock::now() + std::chrono::nanoseconds(static_cast<int64_t>(us * 1000));
-  while (Clock::now() < end) _mm_pause();
+  while (Clock::now() < end) cpuRelax();
 }
 
 // The library's wait, minus the liveness checks: spin up to spinUs, then sleep on the futex.
 void waitFor(Flag& f, Waiters& w, uint32_t target, double spinUs) {
   if (reached(f.value.load(std::memory_order_acquire), target)) return;
+  if (colocationRule && f.cpu.load(std::memory_order_relaxed) == sched_getcpu()) {
+    spinUs = 0;
+    for (int i = 0; i < 4; ++i) {
+      sched_yield();
+      if (reached(f.value.load(std::memory_order_acquire), target)) return;
+    }
+  }
   auto end = Clock::now() + std::chrono::nanoseconds(static_cast<int64_t>(spinUs * 1000));
   while (Clock::now() < end) {
     for (int i = 0; i < 16; ++i) {
-      _mm_pause();
+      cpuRelax();
       if (reached(f.value.load(std::memory_order_acquire), target)) return;
     }
   }
@@ -80,6 +91,7 @@ double run(int p, double spinUs, double workUs, int iters, bool bind) {
       auto start = Clock::now();
       for (int k = 1; k <= iters; ++k) {
         if (workUs > 0) busy(workUs);
+        flags[r].cpu.store(sched_getcpu(), std::memory_order_relaxed);
         publish(flags[r].value, static_cast<uint32_t>(k), waiters[r].count);
         for (int i = 1; i < p; ++i) {
           int q = (r + i) % p;
@@ -114,13 +126,16 @@ int main(int argc, char** argv) {
       iters = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "-b")) {
       bind = true;
+    } else if (!std::strcmp(argv[i], "-c")) {
+      colocationRule = true;
     } else {
       budgets.push_back(std::atof(argv[i]));
     }
   }
   if (budgets.empty()) budgets = {0, 1, 2, 5, 10, 20, 50, 100};
-  std::printf("# %d ranks on %ld cpus%s, %.1f us work per iteration, %d iterations\n", p, sysconf(_SC_NPROCESSORS_ONLN),
-              bind ? " (bound)" : "", workUs, iters);
+  std::printf("# %d ranks on %ld cpus%s%s, %.1f us work per iteration, %d iterations\n", p,
+              sysconf(_SC_NPROCESSORS_ONLN), bind ? " (bound)" : "", colocationRule ? ", co-location rule" : "", workUs,
+              iters);
   std::printf("# %10s %14s %14s\n", "spin(us)", "us/iteration", "sync(us)");
   for (double b : budgets) {
     double us = run(p, b, workUs, iters, bind);

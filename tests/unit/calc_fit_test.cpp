@@ -1,11 +1,11 @@
 // Calibration: perf JSON made by the model itself with known constants must give those constants back.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "core/error.hpp"
 #include "planner/cluster_spec.hpp"
@@ -59,7 +59,7 @@ class CalcFit : public ::testing::Test {
                          {"in_place", {{"time_us", e.seconds * 1e6}}}});
     }
     nlohmann::json doc = {{"collective", "allreduce"}, {"nranks", run.nranks}, {"transport", transport},
-                          {"compress", compress},      {"nodes", nodes},      {"results", results}};
+                          {"compress", compress},      {"nodes", nodes},       {"results", results}};
     const std::string path = (dir_ / name).string();
     std::ofstream(path) << doc.dump();
     return path;
@@ -111,6 +111,27 @@ TEST_F(CalcFit, RecoversDirectPathAndCodec) {
   EXPECT_NEAR(fit.params.codecs.at("sign").decodeBeta, base.decodeBeta * 0.6, base.decodeBeta * 0.6 * 0.02);
   EXPECT_NEAR(fit.params.links.at("network:ethernet").cost.beta, 1.0 / 0.115e9, 1.0 / 0.115e9 * 0.02);
   EXPECT_LT(fit.maxError, 0.01);
+}
+
+TEST_F(CalcFit, RecoversCacheLevels) {
+  // Loopback copies at 4 GB/s while a call's working set (in + out, 2 x size) fits in 4 MiB, 3 GB/s up to 32 MiB,
+  // 2.5 GB/s beyond.
+  CostParams truth = defaultCostParams();
+  truth.links["loopback"] = {{20e-6, 1.0 / 2.5e9}, -1, {{4 << 20, 1.0 / 4e9}, {32 << 20, 1.0 / 3e9}}};
+  std::vector<PerfRun> runs = {loadPerfRun(write("tcp.json", truth, 1, 2, "tcp", "ring"))};
+  const FitResult fit = fitCalibration(runs, defaultCostParams(), FitOptions{});
+  const LinkCalibration& lo = fit.params.links.at("loopback");
+  ASSERT_EQ(lo.cache.size(), 2u);
+  EXPECT_EQ(lo.cache[0].bytes, 4 << 20);
+  EXPECT_EQ(lo.cache[1].bytes, 32 << 20);
+  EXPECT_NEAR(lo.cost.beta, 1.0 / 2.5e9, 1.0 / 2.5e9 * 0.02);
+  EXPECT_NEAR(lo.cache[0].beta, 1.0 / 4e9, 1.0 / 4e9 * 0.02);
+  EXPECT_NEAR(lo.cache[1].beta, 1.0 / 3e9, 1.0 / 3e9 * 0.02);
+  EXPECT_LT(fit.maxError, 0.01);
+  // Without cache levels the same data cannot be fitted as well.
+  FitOptions plain;
+  plain.fitCache = false;
+  EXPECT_GT(fitCalibration(runs, defaultCostParams(), plain).maxError, 0.03);
 }
 
 TEST_F(CalcFit, BadFilesAreErrors) {

@@ -29,10 +29,10 @@ TEST(CalcTraining, NaiveFigures) {
   EXPECT_DOUBLE_EQ(gradientBytes(in), 102.4e6);
   const StepTime at25 = stepFor(gradientBytes(in) / 3.125e9, in, 4);
   EXPECT_NEAR(at25.commSeconds, 0.0328, 0.0005);  // 33 ms
-  EXPECT_NEAR(at25.commFraction, 0.13, 0.005);     // 13%
+  EXPECT_NEAR(at25.commFraction, 0.13, 0.005);    // 13%
   const StepTime at10 = stepFor(gradientBytes(in) / 1.25e9, in, 4);
-  EXPECT_NEAR(at10.commSeconds, 0.082, 0.0005);    // 82 ms
-  EXPECT_NEAR(at10.commFraction, 0.27, 0.01);      // ~30% (82 of 302 ms)
+  EXPECT_NEAR(at10.commSeconds, 0.082, 0.0005);  // 82 ms
+  EXPECT_NEAR(at10.commFraction, 0.27, 0.01);    // ~30% (82 of 302 ms)
   // Overlap hides part of it, never more than the compute.
   TrainingInputs overlapped = in;
   overlapped.overlap = 0.7;

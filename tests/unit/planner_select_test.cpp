@@ -70,7 +70,8 @@ TEST_P(ReferenceTopologies, SensiblePicks) {
   ASSERT_GT(multi->numHosts(), 1);
   for (const auto& p : {multi, single}) {
     const std::string tag = std::string(GetParam()) + (p == multi ? " (all hosts)" : " (one host)");
-    EXPECT_TRUE(kLatency.count(pick(p, Collective::kAllReduce, 8))) << tag << ": " << pick(p, Collective::kAllReduce, 8);
+    EXPECT_TRUE(kLatency.count(pick(p, Collective::kAllReduce, 8)))
+        << tag << ": " << pick(p, Collective::kAllReduce, 8);
     expectLatencyPick(p, Collective::kAllGather, 64, tag);
     expectLatencyPick(p, Collective::kBroadcast, 8, tag);
     expectLatencyPick(p, Collective::kReduce, 8, tag);
@@ -112,12 +113,16 @@ TEST(PlannerSelect, ChoiceIsTheCheapestAndStableWithinABucket) {
   EXPECT_EQ(Planner::bucketBytes(80), 1 << 20);
 }
 
-TEST(PlannerSelect, DirectPathWinsWhenCheaper) {
-  const auto p = plannerFor(load("roce25-2x2.json", 1));
+TEST(PlannerSelect, DirectPathAgainstTheSchedules) {
+  // One host of 2 GPU ranks; with "shm" calibrated the direct path competes on its estimate, without it the direct
+  // path wins wherever it applies (an unmeasured default does not overrule the transport's choice).
+  PlannerConfig measured;
+  measured.job = std::make_shared<const topo::JobTopology>(firstHosts(*load("roce25-2x2.json"), 1));
+  measured.params.links["shm"] = {{1e-6, 1e-10}, -1};
   ChoiceContext ctx;
-  ctx.nranks = p->nranks();
-  ctx.planner = p;
-  const CollArgs args = argsForBytes(Collective::kAllReduce, 1e6, p->nranks());
+  ctx.nranks = 2;
+  ctx.planner = std::make_shared<const Planner>(measured);
+  const CollArgs args = argsForBytes(Collective::kAllReduce, 1e6, 2);
   DirectOption fast{"shm_pipelined", [](const CollArgs&) { return 1e-9; }};
   DirectOption slow{"shm_pipelined", [](const CollArgs&) { return 10.0; }};
   DirectOption none{"shm_pipelined", [](const CollArgs&) { return -1.0; }};
@@ -127,6 +132,19 @@ TEST(PlannerSelect, DirectPathWinsWhenCheaper) {
   EXPECT_FALSE(chooseWithDirect(args, ctx, no, slow).direct);
   EXPECT_FALSE(chooseWithDirect(args, ctx, no, none).direct);
   EXPECT_FALSE(chooseWithDirect(args, ctx, AlgoOverride::parse("ring"), fast).direct);  // forced
+  ctx.planner = plannerFor(load("roce25-2x2.json", 1));                                 // "shm" not measured
+  EXPECT_FALSE(ctx.planner->shmSchedulesCalibrated());
+  EXPECT_TRUE(chooseWithDirect(args, ctx, no, slow).direct);
+  EXPECT_FALSE(chooseWithDirect(args, ctx, no, none).direct);
+  // A calibrated shm_direct figure replaces the transport's own estimate (but not its "does not apply").
+  EXPECT_DOUBLE_EQ(directSeconds(args, ctx, slow), 10.0);
+  measured.params.shmDirect = DirectCost{1e-6, 1e-11};  // 100 GB/s: faster than the 10 GB/s ring
+  ctx.planner = std::make_shared<const Planner>(measured);
+  EXPECT_NEAR(directSeconds(args, ctx, slow), 1e-6 + 1e6 * 1e-11, 1e-12);  // 2 ranks: busFactor 1
+  EXPECT_LT(directSeconds(args, ctx, none), 0);
+  EXPECT_TRUE(chooseWithDirect(args, ctx, no, slow).direct);
+  const Choice ch = chooseWithDirect(args, ctx, no, slow);
+  EXPECT_NEAR(predictChoiceSeconds(args, ctx, ch, slow), 1e-6 + 1e6 * 1e-11, 1e-12);
 }
 
 TEST(PlannerSelect, DefaultsWithoutTopology) {

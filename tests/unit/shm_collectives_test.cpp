@@ -57,8 +57,9 @@ float floatInput(uint64_t h, ternRedOp_t op) {
   return static_cast<float>(static_cast<int>(h & 4095) - 2048) / 128.0f + static_cast<float>((h >> 12) & 7) * 1e-3f;
 }
 
-void fillInput(void* buf, size_t count, int r, ternDataType_t dt, ternRedOp_t op) {
-  uint64_t seed = static_cast<uint64_t>(r) << 40 ^ static_cast<uint64_t>(dt) << 56;
+// Elements [first, first + count) of rank r's input.
+void fillInput(void* buf, size_t count, size_t first, int r, ternDataType_t dt, ternRedOp_t op) {
+  uint64_t seed = (static_cast<uint64_t>(r) << 40 ^ static_cast<uint64_t>(dt) << 56) + first;
   auto f = [op](uint64_t h) { return floatInput(h, op); };
   switch (dt) {
     case ternInt8:
@@ -104,27 +105,41 @@ struct Case {
   }
 };
 
-// Input element j (of the rank's whole input) of rank r.
 std::vector<char> rankInput(int r, size_t elems, ternDataType_t dt, ternRedOp_t op) {
   std::vector<char> b(elems * dataTypeSize(dt));
-  fillInput(b.data(), elems, r, dt, op);
+  fillInput(b.data(), elems, 0, r, dt, op);
   return b;
 }
 
-// Folds elements [offset, offset + count) of every rank's input in rank order with the scalar kernel.
-std::vector<char> reference(int n, size_t count, size_t offset, ternDataType_t dt, ternRedOp_t op, size_t inElems) {
-  size_t e = dataTypeSize(dt);
-  std::vector<char> acc;
-  for (int r = 0; r < n; ++r) {
-    std::vector<char> in = rankInput(r, inElems, dt, op);
-    if (r == 0) {
-      acc.assign(in.begin() + offset * e, in.begin() + (offset + count) * e);
-    } else {
-      reduceScalar(acc.data(), acc.data(), in.data() + offset * e, count, dt, op);
+// Elements [first, first + count) of the reference output of c on n ranks, into dst. For reduce-scatter it is the
+// fold of the whole inputs (rank r checks block r of it); for allgather, the concatenated inputs. Reductions fold the
+// ranks' inputs in rank order with the scalar kernel.
+void referencePart(const Case& c, int n, size_t first, size_t count, char* dst) {
+  const size_t e = dataTypeSize(c.dt);
+  switch (c.coll) {
+    case Coll::kAllReduce:
+    case Coll::kReduce:
+    case Coll::kReduceScatter: {
+      std::vector<char> in(count * e);
+      for (int r = 0; r < n; ++r) {
+        fillInput(r == 0 ? dst : in.data(), count, first, r, c.dt, c.op);
+        if (r > 0) reduceScalar(dst, dst, in.data(), count, c.dt, c.op);
+      }
+      if (c.op == ternAvg && count > 0) finalizeAverage(dst, count, c.dt, n);
+      break;
     }
+    case Coll::kAllGather:
+      for (size_t i = first; i < first + count;) {  // element i of the output is element i % count of rank i / count
+        int r = static_cast<int>(i / c.count);
+        size_t k = std::min(first + count, (r + 1) * c.count) - i;
+        fillInput(dst + (i - first) * e, k, i - r * c.count, r, c.dt, c.op);
+        i += k;
+      }
+      break;
+    case Coll::kBroadcast:
+      fillInput(dst, count, first, n - 1, c.dt, c.op);
+      break;
   }
-  if (op == ternAvg && count > 0) finalizeAverage(acc.data(), count, dt, n);
-  return acc;
 }
 
 // A buffer from ternMemAlloc or from the heap.
@@ -212,37 +227,22 @@ void runCase(const Case& c, ternComm_t comm, int r, int n, std::vector<char>* ex
   }
   ASSERT_EQ(res, ternSuccess) << c.name() << " rank " << r << ": " << ternGetLastError(comm);
 
-  // The reference: small cases are cheap enough for every rank to compute its own; large ones are computed once,
-  // by rank 0, between barriers. For reduce-scatter it is the fold of the whole input, of which rank r checks block r.
+  // The reference: small cases are cheap enough for every rank to compute its own; large ones are computed once, in
+  // parts by every rank, between barriers, into the shared vector.
   const bool shared = c.count > 4096;
+  const size_t total =
+      (c.coll == Coll::kAllReduce || c.coll == Coll::kReduce || c.coll == Coll::kBroadcast) ? c.count : c.count * n;
   std::vector<char> local;
   std::vector<char>& want = shared ? *expected : local;
   if (shared) {
+    if (r == 0) expected->assign(total * e, 0);
     ASSERT_EQ(ternBarrier(comm), ternSuccess);
-  }
-  if (!shared || r == 0) {
-    switch (c.coll) {
-      case Coll::kAllReduce:
-      case Coll::kReduce:
-        want = reference(n, c.count, 0, c.dt, c.op, c.count);
-        break;
-      case Coll::kReduceScatter:
-        want = reference(n, c.count * n, 0, c.dt, c.op, c.count * n);
-        break;
-      case Coll::kAllGather:
-        want.clear();
-        for (int p = 0; p < n; ++p) {
-          std::vector<char> part = rankInput(p, c.count, c.dt, c.op);
-          want.insert(want.end(), part.begin(), part.end());
-        }
-        break;
-      case Coll::kBroadcast:
-        want = rankInput(root, c.count, c.dt, c.op);
-        break;
-    }
-  }
-  if (shared) {
+    size_t lo = total * r / n, hi = total * (r + 1) / n;
+    referencePart(c, n, lo, hi - lo, want.data() + lo * e);
     ASSERT_EQ(ternBarrier(comm), ternSuccess);
+  } else {
+    want.assign(total * e, 0);
+    referencePart(c, n, 0, total, want.data());
   }
   if (c.coll != Coll::kReduce || r == root) {
     const char* w = want.data() + (c.coll == Coll::kReduceScatter ? r * c.count * e : 0);
@@ -287,22 +287,25 @@ std::vector<Case> cases(int n, ZeroCopyMode mode) {
         }
       }
     }
-    // The pipelined path at 2^20 + 3 elements: float32 and int32 with every op for allreduce, float32/sum elsewhere,
-    // and fp16 sum (the 2-byte kernels) for allreduce.
+    // The pipelined path at 2^20 + 3 elements. Buffer kinds only matter in the registered-mapping mode (threads
+    // read each other's ordinary buffers in the zero-copy mode, and nothing is read in place in the staged one), so
+    // each mode runs one kind. Every allreduce op on float32 (and avg on int32, fp16 sum: the 2-byte kernels) up
+    // to 3 ranks; beyond, where every case costs more, sum and avg.
     std::vector<std::pair<ternDataType_t, ternRedOp_t>> bigCombos = {{ternFloat32, ternSum}};
     if (coll == Coll::kAllReduce) {
-      for (ternRedOp_t op : {ternProd, ternMax, ternMin, ternAvg}) bigCombos.emplace_back(ternFloat32, op);
-      bigCombos.emplace_back(ternInt32, ternAvg);
+      bigCombos.emplace_back(ternFloat32, ternAvg);
       bigCombos.emplace_back(ternFloat16, ternSum);
+      if (n <= 3) {
+        for (ternRedOp_t op : {ternProd, ternMax, ternMin}) bigCombos.emplace_back(ternFloat32, op);
+        bigCombos.emplace_back(ternInt32, ternAvg);
+      }
     }
+    const bool registered = mode == ZeroCopyMode::kRegisteredOnly;
     for (auto [dt, op] : bigCombos) {
       for (bool inPlace : {false, true}) {
-        for (bool registered : kinds) {
-          // Reduce-scatter and allgather move n times the count per rank; 8 ranks at 2^20 elements each take a
-          // while on 2 cores, so the largest rank count checks one buffer kind per placement.
-          if (n >= 8 && (coll == Coll::kReduceScatter || coll == Coll::kAllGather) && registered != inPlace) continue;
-          out.push_back({coll, dt, op, big, inPlace, registered});
-        }
+        // Reduce-scatter and allgather move n times the count per rank: at 8 ranks, one placement each.
+        if (n >= 8 && (coll == Coll::kReduceScatter || coll == Coll::kAllGather) && inPlace != registered) continue;
+        out.push_back({coll, dt, op, big, inPlace, registered});
       }
     }
   }

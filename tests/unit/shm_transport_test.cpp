@@ -36,7 +36,6 @@ const std::vector<size_t> kSizes = {0,
                                     shm::ShmTransport::kRendezvousBytes - 1,
                                     shm::ShmTransport::kRendezvousBytes,
                                     3 * 1000 * 1000 + 17,
-                                    9 * 1000 * 1000 + 5,
                                     0,
                                     7};
 

@@ -38,6 +38,13 @@ std::vector<PerfRun> loadRuns(const std::vector<std::string>& files, const Optio
   return runs;
 }
 
+std::string signedPercent(double x) {
+  const double pct = std::round(1000.0 * std::fabs(x)) / 10;  // one decimal
+  return pct == 0 ? "0%" : (x >= 0 ? "+" : "-") + formatNumber(pct, 3) + "%";
+}
+
+std::string alphaText(double alpha) { return alpha < 1e-9 ? "0 (clamped)" : formatTime(alpha); }
+
 double busbwOf(const FitPoint& p, double seconds) { return seconds > 0 ? p.bytes / seconds / 1e9 * p.busFactor : 0; }
 
 void printPoints(const std::vector<FitPoint>& points) {
@@ -46,14 +53,10 @@ void printPoints(const std::vector<FitPoint>& points) {
   for (const FitPoint& p : points) {
     const bool ok = p.predicted > 0;
     t.add({std::filesystem::path(p.source).filename().string(), std::to_string(p.nranks), std::to_string(p.nodes),
-           p.transport, p.algorithm, formatBytes(p.bytes), formatTime(p.measured),
-           ok ? formatTime(p.predicted) : "n/a", formatNumber(busbwOf(p, p.measured), 3) + " GB/s",
+           p.transport, p.algorithm, formatBytes(p.bytes), formatTime(p.measured), ok ? formatTime(p.predicted) : "n/a",
+           formatNumber(busbwOf(p, p.measured), 3) + " GB/s",
            ok ? formatNumber(busbwOf(p, p.predicted), 3) + " GB/s" : "n/a",
-           ok ? (p.predicted >= p.measured ? "+" : "") +
-                    formatNumber(100.0 * (busbwOf(p, p.predicted) - busbwOf(p, p.measured)) / busbwOf(p, p.measured),
-                                 2) +
-                    "%"
-              : "n/a"});
+           ok ? signedPercent(busbwOf(p, p.predicted) / busbwOf(p, p.measured) - 1) : "n/a"});
   }
   std::printf("%s", t.str().c_str());
 }
@@ -125,25 +128,38 @@ int runCalibrate(const Options& o) {
     if (!fitted) continue;
     std::string extra;
     if (l.speedGbps > 0) {
-      extra = format(" (%s%% of the %s line rate)", formatNumber(100.0 / l.cost.beta / (l.speedGbps * 1e9 / 8), 3).c_str(),
-                     formatLineRate(l.speedGbps * 1e9 / 8).c_str());
+      extra =
+          format(" (%s%% of the %s line rate)", formatNumber(100.0 / l.cost.beta / (l.speedGbps * 1e9 / 8), 3).c_str(),
+                 formatLineRate(l.speedGbps * 1e9 / 8).c_str());
     }
-    std::printf("  %-18s alpha %s, bandwidth %s%s\n", name.c_str(), formatTime(l.cost.alpha).c_str(),
+    for (const CacheLevel& c : l.cache) {
+      extra += ", " + formatRate(1.0 / c.beta) + " up to " + formatBytes(c.bytes) + " per rank";
+    }
+    std::printf("  %-18s alpha %s, bandwidth %s%s\n", name.c_str(), alphaText(l.cost.alpha).c_str(),
                 formatRate(1.0 / l.cost.beta).c_str(), extra.c_str());
   }
   if (fit.params.shmDirect) {
-    std::printf("  %-18s alpha %s, bus bandwidth %s\n", "shm_direct", formatTime(fit.params.shmDirect->alpha).c_str(),
-                formatRate(1.0 / fit.params.shmDirect->beta).c_str());
+    const DirectCost& d = *fit.params.shmDirect;
+    std::string extra;
+    for (const CacheLevel& c : d.cache) {
+      extra += ", " + formatRate(1.0 / c.beta) + " up to " + formatBytes(c.bytes) + " per rank";
+    }
+    std::printf("  %-18s alpha %s, bus bandwidth %s%s\n", "shm_direct", alphaText(d.alpha).c_str(),
+                formatRate(1.0 / d.beta).c_str(), extra.c_str());
   }
   for (const auto& [name, c] : fit.params.codecs) {
-    std::printf("  codec %-12s encode %s, decode %s (fp32 bytes)\n", name.c_str(), formatRate(1.0 / c.encodeBeta).c_str(),
-                formatRate(1.0 / c.decodeBeta).c_str());
+    std::string extra;
+    for (const CacheLevel& l : c.cache) {
+      extra += ", " + formatNumber(1.0 / l.beta, 3) + "x faster up to " + formatBytes(l.bytes) + " per rank";
+    }
+    std::printf("  codec %-12s encode %s, decode %s (fp32 bytes)%s\n", name.c_str(),
+                formatRate(1.0 / c.encodeBeta).c_str(), formatRate(1.0 / c.decodeBeta).c_str(), extra.c_str());
   }
   std::printf("residuals (time: rms %s%%, max %s%%):\n", formatNumber(100 * fit.rmsError, 3).c_str(),
               formatNumber(100 * fit.maxError, 3).c_str());
   printPoints(fit.points);
-  if (!o.output.empty()) std::printf("wrote %s (use it with TERN_TUNE_FILE=%s or tern-calc --tune)\n", o.output.c_str(),
-                                     o.output.c_str());
+  if (!o.output.empty())
+    std::printf("wrote %s (use it with TERN_TUNE_FILE=%s or tern-calc --tune)\n", o.output.c_str(), o.output.c_str());
   return 0;
 }
 
@@ -153,8 +169,8 @@ int runCheck(const Options& o) {
   const std::vector<PerfRun> runs = loadRuns(o.check, o);
   const std::vector<FitPoint> points = predictRuns(runs, params, fitOptions(o));
   if (o.json) {
-    nlohmann::ordered_json out = {{"parameters", source}, {"worst_busbw_error", worstError(points)},
-                                  {"points", pointsJson(points)}};
+    nlohmann::ordered_json out = {
+        {"parameters", source}, {"worst_busbw_error", worstError(points)}, {"points", pointsJson(points)}};
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }

@@ -81,8 +81,10 @@ Collective parseCollective(const std::string& name) {
   bool ok = false;
   const Collective c = parseCollectiveName(name, &ok);
   if (!ok || c == Collective::kAlltoAllv) {
-    throwError(ternInvalidArgument, "unknown collective '%s' (allreduce, allgather, reducescatter, broadcast, reduce, "
-               "alltoall, barrier)", name.c_str());
+    throwError(ternInvalidArgument,
+               "unknown collective '%s' (allreduce, allgather, reducescatter, broadcast, reduce, "
+               "alltoall, barrier)",
+               name.c_str());
   }
   return c;
 }
@@ -94,8 +96,8 @@ ternDataType_t parseDtype(const std::string& name) {
       {"double", ternFloat64}, {"fp64", ternFloat64},    {"int32", ternInt32},     {"int8", ternInt8},
       {"uint8", ternUint8},    {"int64", ternInt64},     {"uint32", ternUint32},   {"uint64", ternUint64}};
   auto it = kNames.find(name);
-  if (it == kNames.end()) throwError(ternInvalidArgument, "unknown element type '%s' (float, half, bf16, double, ...)",
-                                     name.c_str());
+  if (it == kNames.end())
+    throwError(ternInvalidArgument, "unknown element type '%s' (float, half, bf16, double, ...)", name.c_str());
   return it->second;
 }
 

@@ -26,13 +26,15 @@ int parseOptions(int argc, char** argv, Options& o) {
   topo->add_option("--nics-per-node", o.nicsPerNode, "NICs per node (default 1, DGX presets 8)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--list", o.list, "list the presets and the algorithms, then exit");
-  app.add_option("--coll", o.collective, "collective: allreduce (default), allgather, reducescatter, broadcast, "
-                                         "reduce, alltoall, barrier");
+  app.add_option("--coll", o.collective,
+                 "collective: allreduce (default), allgather, reducescatter, broadcast, "
+                 "reduce, alltoall, barrier");
   app.add_option("--size", o.sizes, "message size(s): 102.4MB, 1MiB, 8B, 4K (= 4 KiB)")->take_all();
   app.add_option("--sweep", o.sweep, "size range FIRST:LAST[:xFACTOR], e.g. 8B:8GB (factor 2)");
   app.add_option("--algo", o.algo, "price only this algorithm");
-  app.add_option("--compress", o.compress, "also price the compressed collective with CODEC (sign, qsgd:4, topk:0.01, "
-                                           "fp16, bf16)");
+  app.add_option("--compress", o.compress,
+                 "also price the compressed collective with CODEC (sign, qsgd:4, topk:0.01, "
+                 "fp16, bf16)");
   app.add_option("--dtype", o.dtype, "element type: float (default), half, bfloat16, double, int32, ...");
   app.add_option("--chunk", o.chunk, "pipeline chunk size (TERN_CHUNK_BYTES; default 512KiB)");
   app.add_option("--tune", o.tune, "calibration file to apply (default: $TERN_TUNE_FILE)");

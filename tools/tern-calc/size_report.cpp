@@ -51,10 +51,26 @@ std::vector<Row> priceAll(const Planner& planner, Collective c, double bytes, te
   return rows;
 }
 
+// What the library would run: with --compress the compressed algorithm (TERN_COMPRESS compresses every float call
+// from kCompressMinBytes up, whatever the model says); the shm direct path where it applies and the shm schedules
+// are not calibrated (Planner::shmSchedulesCalibrated); else the cheapest uncompressed row.
+std::string bestOf(const std::vector<Row>& rows, double bytes, bool compress, bool preferDirect) {
+  if (!compress) {
+    for (const Row& r : rows) {
+      if (preferDirect && r.label == "shm_direct" && r.e.error.empty() && r.e.seconds >= 0) return r.label;
+    }
+  }
+  for (const Row& r : rows) {
+    const bool compressed = r.label != r.e.algorithm;
+    if (r.e.error.empty() && compressed == (compress && bytes >= kCompressMinBytes)) return r.label;
+  }
+  return "";
+}
+
 std::string bestOf(const Planner& planner, Collective c, double bytes, ternDataType_t dtype,
                    const std::vector<std::string>& names, const std::string& codec) {
-  const std::vector<Row> rows = priceAll(planner, c, bytes, dtype, names, codec);
-  return rows.empty() || !rows.front().e.error.empty() ? "" : rows.front().label;
+  return bestOf(priceAll(planner, c, bytes, dtype, names, codec), bytes, !codec.empty(),
+                !planner.shmSchedulesCalibrated());
 }
 
 struct Crossover {
@@ -112,8 +128,7 @@ int runSizeReport(const Options& o, const Setup& s) {
   std::vector<std::string> best;
   for (double bytes : sizes) {
     table.push_back(priceAll(planner, c, bytes, dtype, names, o.compress));
-    const std::vector<Row>& rows = table.back();
-    best.push_back(rows.empty() || !rows.front().e.error.empty() ? "" : rows.front().label);
+    best.push_back(bestOf(table.back(), bytes, !o.compress.empty(), !planner.shmSchedulesCalibrated()));
   }
   const std::vector<Crossover> xs =
       sizes.size() > 1 ? crossovers(planner, c, dtype, names, o.compress, sizes, best) : std::vector<Crossover>{};
@@ -172,8 +187,7 @@ int runSizeReport(const Options& o, const Setup& s) {
   std::printf("# %d ranks on %d host%s, parameters: %s\n", p, planner.numHosts(), planner.numHosts() == 1 ? "" : "s",
               s.paramsSource.c_str());
   std::printf("# links: %s\n", linksSummary(planner).c_str());
-  std::printf("# busbw = algbw x %s (%s on %d ranks)\n", formatNumber(busFactor(c, p)).c_str(), collectiveName(c),
-              p);
+  std::printf("# busbw = algbw x %s (%s on %d ranks)\n", formatNumber(busFactor(c, p)).c_str(), collectiveName(c), p);
   if (sizes.size() <= 3) {
     for (size_t i = 0; i < sizes.size(); ++i) {
       std::printf("\n%s of %s (%s):\n", collectiveName(c), formatBytes(sizes[i]).c_str(), dataTypeName(dtype));
@@ -200,7 +214,8 @@ int runSizeReport(const Options& o, const Setup& s) {
           header = true;
         }
         std::printf("    %-10s %s = %s  [a %s, b 1/(%s)]\n", r.e.algorithm.c_str(), f->text.c_str(),
-                    formatTime(f->seconds).c_str(), formatTime(r.e.algorithm == "hier" ? in.alphaNet : in.alpha).c_str(),
+                    formatTime(f->seconds).c_str(),
+                    formatTime(r.e.algorithm == "hier" ? in.alphaNet : in.alpha).c_str(),
                     formatRate(1.0 / (r.e.algorithm == "hier" ? in.betaNet : in.beta)).c_str());
       }
     }
@@ -211,7 +226,11 @@ int runSizeReport(const Options& o, const Setup& s) {
     std::vector<std::string> order(header.begin() + 5, header.end());
     TextTable t(header);
     for (size_t i = 0; i < sizes.size(); ++i) {
-      const Row& b = table[i].front();
+      const Row* sel = &table[i].front();
+      for (const Row& r : table[i]) {
+        if (r.label == best[i]) sel = &r;
+      }
+      const Row& b = *sel;
       std::vector<std::string> row = {formatBytes(sizes[i]), best[i], formatTime(b.e.seconds),
                                       formatRate(sizes[i] / b.e.seconds),
                                       formatRate(busbw(c, p, sizes[i], b.e.seconds) * 1e9)};

@@ -106,19 +106,21 @@ int runTrainingReport(const Options& o, const Setup& s) {
   const StepTime naive = stepFor(line > 0 ? grad / line : 0, in, P);
   if (o.json) {
     nlohmann::ordered_json doc;
-    doc["topology"] = {{"name", s.title}, {"description", s.description}, {"ranks", P}, {"hosts", N},
-                       {"parameters", s.paramsSource}};
+    doc["topology"] = {
+        {"name", s.title}, {"description", s.description}, {"ranks", P}, {"hosts", N}, {"parameters", s.paramsSource}};
     doc["gradient_bytes"] = grad;
     doc["compute_ms"] = o.computeMs;
     doc["overlap"] = in.overlap;
     if (line > 0) {
-      doc["naive"] = {{"line_rate_gbs", line / 1e9}, {"ms", naive.commSeconds * 1e3},
-                      {"fraction", naive.commFraction}};
+      doc["naive"] = {{"line_rate_gbs", line / 1e9}, {"ms", naive.commSeconds * 1e3}, {"fraction", naive.commFraction}};
     }
     auto stepJson = [&](const StepTime& st, int ranks) {
-      nlohmann::ordered_json j = {{"algorithm", st.algorithm},        {"allreduce_ms", st.commSeconds * 1e3},
-                                  {"exposed_ms", st.exposedSeconds * 1e3}, {"step_ms", st.stepSeconds * 1e3},
-                                  {"comm_fraction", st.commFraction},  {"efficiency", st.efficiency},
+      nlohmann::ordered_json j = {{"algorithm", st.algorithm},
+                                  {"allreduce_ms", st.commSeconds * 1e3},
+                                  {"exposed_ms", st.exposedSeconds * 1e3},
+                                  {"step_ms", st.stepSeconds * 1e3},
+                                  {"comm_fraction", st.commFraction},
+                                  {"efficiency", st.efficiency},
                                   {"speedup", st.speedup}};
       if (price >= 0) j["cost_per_1k_steps"] = cost(st, ranks);
       return j;
@@ -169,34 +171,38 @@ int runTrainingReport(const Options& o, const Setup& s) {
     const double ringVolume = 2.0 * (P - 1) / P * grad;
     const double hierPerRank = 2.0 * (N - 1) / N * grad / g;
     std::printf("\nwhy the allreduce is not bytes / link speed:\n");
-    std::printf("  ring over all %d ranks: every rank sends 2(p-1)/p = %s x %s = %s. With the ranks of a node\n"
-                "    adjacent in the ring, each node's NIC carries one such stream: %s / %s = %s, %s x naive.\n",
-                P, formatNumber(2.0 * (P - 1) / P).c_str(), formatBytes(grad).c_str(),
-                formatBytes(ringVolume).c_str(), formatBytes(ringVolume).c_str(), formatRate(line).c_str(),
-                formatTime(ringVolume / line).c_str(), formatNumber(2.0 * (P - 1) / P).c_str());
+    std::printf(
+        "  ring over all %d ranks: every rank sends 2(p-1)/p = %s x %s = %s. With the ranks of a node\n"
+        "    adjacent in the ring, each node's NIC carries one such stream: %s / %s = %s, %s x naive.\n",
+        P, formatNumber(2.0 * (P - 1) / P).c_str(), formatBytes(grad).c_str(), formatBytes(ringVolume).c_str(),
+        formatBytes(ringVolume).c_str(), formatRate(line).c_str(), formatTime(ringVolume / line).c_str(),
+        formatNumber(2.0 * (P - 1) / P).c_str());
     if (g > 1) {
-      const std::string others = N == 2 ? "its peer on the other node" : format("its peers on the other %d nodes", N - 1);
-      std::printf("  hier: the %d ranks of a node first reduce-scatter over the intra-node links; then each allreduces\n"
-                  "    its 1/%d slice (%s) with %s: 2(N-1)/N x %s = %s per rank on the\n"
-                  "    network, %d rank%s per NIC: %s per NIC = %s.%s\n"
-                  "    The intra-node reduce-scatter and all-gather come on top.\n",
-                  g, g, formatBytes(grad / g).c_str(), others.c_str(), formatBytes(grad / g).c_str(),
-                  formatBytes(hierPerRank).c_str(), perNic, perNic == 1 ? "" : "s",
-                  formatBytes(hierPerRank * perNic).c_str(), formatTime(hierPerRank * perNic / line).c_str(),
-                  std::fabs(hierPerRank * perNic - grad) < 1 ? " That is exactly the naive figure." : "");
+      const std::string others =
+          N == 2 ? "its peer on the other node" : format("its peers on the other %d nodes", N - 1);
+      std::printf(
+          "  hier: the %d ranks of a node first reduce-scatter over the intra-node links; then each allreduces\n"
+          "    its 1/%d slice (%s) with %s: 2(N-1)/N x %s = %s per rank on the\n"
+          "    network, %d rank%s per NIC: %s per NIC = %s.%s\n"
+          "    The intra-node reduce-scatter and all-gather come on top.\n",
+          g, g, formatBytes(grad / g).c_str(), others.c_str(), formatBytes(grad / g).c_str(),
+          formatBytes(hierPerRank).c_str(), perNic, perNic == 1 ? "" : "s", formatBytes(hierPerRank * perNic).c_str(),
+          formatTime(hierPerRank * perNic / line).c_str(),
+          std::fabs(hierPerRank * perNic - grad) < 1 ? " That is exactly the naive figure." : "");
     }
     std::string model;
-    for (const Estimate& e : planner.rank(Collective::kAllReduce, grad, in.gradBytesPerElement == 2 ? ternFloat16
-                                                                                                    : ternFloat32)) {
+    for (const Estimate& e :
+         planner.rank(Collective::kAllReduce, grad, in.gradBytesPerElement == 2 ? ternFloat16 : ternFloat32)) {
       if (e.error.empty()) model += (model.empty() ? "" : ", ") + e.algorithm + " " + formatTime(e.seconds);
     }
     std::printf("  the model (every schedule simulated: latency, pipelining, NIC sharing, reductions): %s\n",
                 model.c_str());
   }
-  std::printf("\nstep with %s: allreduce %s, exposed %s, step %s, communication %s, scaling efficiency %s, %sx one GPU\n",
-              now.algorithm.c_str(), formatTime(now.commSeconds).c_str(), formatTime(now.exposedSeconds).c_str(),
-              formatTime(now.stepSeconds).c_str(), pct(now.commFraction).c_str(), pct(now.efficiency).c_str(),
-              formatNumber(now.speedup, 3).c_str());
+  std::printf(
+      "\nstep with %s: allreduce %s, exposed %s, step %s, communication %s, scaling efficiency %s, %sx one GPU\n",
+      now.algorithm.c_str(), formatTime(now.commSeconds).c_str(), formatTime(now.exposedSeconds).c_str(),
+      formatTime(now.stepSeconds).c_str(), pct(now.commFraction).c_str(), pct(now.efficiency).c_str(),
+      formatNumber(now.speedup, 3).c_str());
   if (price >= 0) {
     std::printf("cost: %s per 1000 steps on %d GPUs at %s per GPU-hour (%s of it waiting for communication)\n",
                 formatNumber(cost(now, P), 4).c_str(), P, formatNumber(price).c_str(),
@@ -208,10 +214,10 @@ int runTrainingReport(const Options& o, const Setup& s) {
   if (price >= 0) hdr.push_back("cost/1k steps");
   TextTable st(hdr);
   for (const ScalePoint& sp : scaling) {
-    std::vector<std::string> row = {std::to_string(sp.nodes),         std::to_string(sp.ranks),
-                                    formatTime(sp.step.commSeconds),  sp.step.algorithm,
-                                    formatTime(sp.step.stepSeconds),  pct(sp.step.commFraction),
-                                    pct(sp.step.efficiency),          formatNumber(sp.step.speedup, 3) + "x"};
+    std::vector<std::string> row = {std::to_string(sp.nodes),        std::to_string(sp.ranks),
+                                    formatTime(sp.step.commSeconds), sp.step.algorithm,
+                                    formatTime(sp.step.stepSeconds), pct(sp.step.commFraction),
+                                    pct(sp.step.efficiency),         formatNumber(sp.step.speedup, 3) + "x"};
     if (price >= 0) row.push_back(formatNumber(cost(sp.step, sp.ranks), 4));
     st.add(row);
   }

@@ -2,7 +2,7 @@
 //
 // The flags are cumulative counters in each rank's control block (shm_layout.hpp), advanced identically by every
 // rank because every rank runs the same calls in the same order with the same chunking:
-//   small  - one-phase calls whose input is in the rank's small area;
+//   small  - one-phase calls whose input is posted (one line per call parity, with tiny inputs inline);
 //   call   - pipelined calls whose descriptor (buffers, arguments) is posted;
 //   in     - chunks whose input the rank has made readable (staged, or in place);
 //   red    - chunks whose reduced slice the rank has made readable;
@@ -43,23 +43,30 @@ struct DirectCall {
   size_t chunkElems = 0;
   bool streamOut = false;  // write the output with streaming stores (it is larger than the caches)
   bool inStaged = true;    // this rank's input goes through its staging slots
-  bool outStaged = true;  // this rank's results go through its staging slots
+  bool outStaged = true;   // this rank's results go through its staging slots
   std::vector<const char*> peerIn;
   std::vector<const char*> peerOut;
+  std::vector<const void*> srcs;  // scratch for the reductions' source lists
 
   RankControl& ctrl(int p) const { return mesh->ctrl(p); }
   char* stage(int p, uint32_t chunk) const { return mesh->stage(p, chunk); }
 
-  void post(FlagField f, uint32_t value) const {
+  void post(FlagField f, uint32_t value) const { postWord(ctrl(rank).*f, value); }
+  void postWord(std::atomic<uint32_t>& word, uint32_t value) const {
     RankControl& c = ctrl(rank);
-    publish(c.*f, value, c.flagWaiters);
+    int cpu = currentCpu();
+    if (c.cpu.load(std::memory_order_relaxed) != cpu) c.cpu.store(cpu, std::memory_order_relaxed);
+    publish(word, value, c.flagWaiters);
   }
   // Waits until peer's flag f reaches target; label says what the flag means, for errors.
   void wait(int peer, FlagField f, uint32_t target, const char* label) const {
+    waitWord(peer, ctrl(peer).*f, target, label);
+  }
+  void waitWord(int peer, const std::atomic<uint32_t>& word, uint32_t target, const char* label) const {
     RankControl& c = ctrl(peer);
-    waitFlag(scope, c.*f, target, c.flagWaiters, peer, [&] {
+    waitFlag(scope, PeerFlag{word, c.flagWaiters, c.cpu, peer}, target, [&] {
       return format("%s waiting for rank %d's %s (flag %u, want %u)", what, peer, label,
-                    (c.*f).load(std::memory_order_relaxed), target);
+                    word.load(std::memory_order_relaxed), target);
     });
   }
   void waitAllPeers(FlagField f, uint32_t target, const char* label) const {

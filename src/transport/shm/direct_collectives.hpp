@@ -41,7 +41,7 @@ enum class DirectAlgorithm { kNone, kSmall, kPipelined };
 
 class DirectCollectives {
  public:
-  DirectCollectives(Mesh* mesh, Watchdog* dog, const SpinPolicy* spin);
+  DirectCollectives(Mesh* mesh, Watchdog* dog, const SpinPolicy& spin);
 
   // Which algorithm would run args (kNone: not handled here).
   DirectAlgorithm choose(const CollArgs& args) const;
@@ -50,8 +50,8 @@ class DirectCollectives {
 
   // Largest per-rank payload of the one-phase algorithm, for a collective.
   size_t smallLimit(Collective c) const;
-  // Pipeline chunk, in bytes of one rank's buffer, for a collective.
-  size_t chunkBytes(Collective c) const;
+  // Pipeline chunk, in bytes of one rank's buffer, for a payload of bytes per rank.
+  size_t chunkBytes(size_t bytes) const;
 
  private:
   bool zeroCopyFor(const void* p, size_t bytes, BufferRef* ref) const;
@@ -60,12 +60,13 @@ class DirectCollectives {
 
   Mesh* mesh_;
   Watchdog* dog_;
-  const SpinPolicy* spin_;
+  SpinBudget spin_;
   uint32_t smallSeq_ = 0;
   uint32_t callSeq_ = 0;
   uint32_t chunkSeq_ = 0;
   std::unique_ptr<char[]> tmp_;
   PeerMappings mappings_;
+  DirectCall call_;
 };
 
 }  // namespace tern::shm

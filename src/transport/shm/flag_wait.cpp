@@ -1,6 +1,5 @@
 #include "transport/shm/flag_wait.hpp"
 
-#include <immintrin.h>
 #include <sched.h>
 
 namespace tern::shm {
@@ -14,21 +13,33 @@ constexpr auto kProbeInterval = std::chrono::milliseconds(10);
 
 }  // namespace
 
-void waitFlagSlow(const WaitScope& scope, const std::atomic<uint32_t>& word, uint32_t target,
-                  std::atomic<uint32_t>& waiters, int peer, const Describe& what) {
-  if (scope.spin->spinNs > 0) {
-    auto end = Clock::now() + std::chrono::nanoseconds(scope.spin->spinNs);
+int currentCpu() { return sched_getcpu(); }
+
+void waitFlagSlow(const WaitScope& scope, const PeerFlag& flag, uint32_t target, const Describe& what) {
+  const std::atomic<uint32_t>& word = flag.word;
+  const bool sharesCpu = flag.cpu.load(std::memory_order_relaxed) == currentCpu();
+  SpinBudget& budget = *scope.spin;
+  if (!sharesCpu && budget.ns() > 0) {
+    auto end = Clock::now() + std::chrono::nanoseconds(budget.ns());
     do {
       for (int i = 0; i < 16; ++i) {
-        _mm_pause();
-        if (reached(word.load(std::memory_order_acquire), target)) return;
+        cpuRelax();
+        if (reached(word.load(std::memory_order_acquire), target)) {
+          budget.succeeded();
+          return;
+        }
       }
     } while (Clock::now() < end);
+    budget.failed();
   }
-  for (int i = 0; i < scope.spin->yields; ++i) {
-    sched_yield();
-    if (reached(word.load(std::memory_order_acquire), target)) return;
+  if (sharesCpu) {
+    for (int i = 0; i < budget.policy().yields; ++i) {
+      sched_yield();
+      if (reached(word.load(std::memory_order_acquire), target)) return;
+    }
   }
+  std::atomic<uint32_t>& waiters = flag.waiters;
+  const int peer = flag.peer;
   auto lastProbe = Clock::now();
   for (;;) {
     waiters.fetch_add(1, std::memory_order_seq_cst);

@@ -2,12 +2,17 @@
 // aborts and the peer's liveness every few milliseconds of sleep. Never spins unboundedly and never hangs.
 //
 // Why spin at all: on this class of machine (virtual CPUs) a futex sleep is cheap, but the wake-up is not: an idle
-// vCPU halts, and waking it costs the host a VM entry. Measured with a barrier ping-pong between processes on a
-// 2-vCPU VM (see the SpinPolicy comment in spin_policy.cpp): ~195 us per barrier with pure futex sleeps vs ~1.1 us
-// when waiters spin 20 us first. But spinning steals the CPU from the very peer we wait for when ranks outnumber
-// CPUs, so the budget depends on oversubscription.
+// vCPU halts, and waking it costs the host a VM exit and entry (numbers in spin_policy.cpp). But spinning steals the
+// CPU from the very peer we wait for when both run on one CPU, which happens whenever ranks outnumber CPUs and also,
+// without CPU binding, whenever the scheduler keeps two ranks that hand work back and forth on one CPU (futex wake-ups
+// pull the wakee to the waker's CPU). So:
+//   - every rank publishes the CPU it posted from; a waiter whose peer last posted from the waiter's own CPU does not
+//     spin at all, it yields (which runs the peer at once if it is runnable there), then sleeps;
+//   - otherwise it spins up to an adaptive budget: halved when a spin ends without the flag (the peer was preempted
+//     or slow), doubled when it succeeds, between SpinPolicy's floor and ceiling.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -18,27 +23,51 @@
 namespace tern::shm {
 
 struct SpinPolicy {
-  int64_t spinNs = 0;  // busy-poll budget before sleeping
-  int yields = 0;      // sched_yield() rounds after spinning (hands the CPU to a runnable peer on this CPU)
+  int64_t maxSpinNs = 0;  // ceiling of the adaptive busy-poll budget (0: never spin)
+  int64_t minSpinNs = 0;  // floor it adapts down to, so that it can notice when spinning pays again
+  int yields = 0;         // sched_yield() rounds before sleeping when the peer shares our CPU
 };
+
+// The adaptive budget: one per communicator side (collectives, transport), used by one thread at a time.
+class SpinBudget {
+ public:
+  explicit SpinBudget(const SpinPolicy& p) : policy_(p), budgetNs_(p.maxSpinNs) {}
+  const SpinPolicy& policy() const { return policy_; }
+  int64_t ns() const { return budgetNs_; }
+  void succeeded() { budgetNs_ = std::min(policy_.maxSpinNs, budgetNs_ * 2 + 1000); }
+  void failed() { budgetNs_ = std::max(policy_.minSpinNs, budgetNs_ / 2); }
+
+ private:
+  SpinPolicy policy_;
+  int64_t budgetNs_;
+};
+
+// The CPU this thread runs on now (cheap: glibc reads it from the restartable-sequences area).
+int currentCpu();
 
 // Everything a wait needs that is the same for a whole call.
 struct WaitScope {
   Watchdog* dog = nullptr;
-  const SpinPolicy* spin = nullptr;
+  SpinBudget* spin = nullptr;
   Clock::time_point deadline;
   const std::atomic<bool>* abortFlag = nullptr;
 };
 
-void waitFlagSlow(const WaitScope& scope, const std::atomic<uint32_t>& word, uint32_t target,
-                  std::atomic<uint32_t>& waiters, int peer, const Describe& what);
+// What a wait waits on: a flag word of a peer, with the peer's waiter count and the CPU it last posted from.
+struct PeerFlag {
+  const std::atomic<uint32_t>& word;
+  std::atomic<uint32_t>& waiters;
+  const std::atomic<int32_t>& cpu;
+  int peer;
+};
 
-// Returns once word (owned by peer, whose waiter count is waiters) has reached target.
+void waitFlagSlow(const WaitScope& scope, const PeerFlag& flag, uint32_t target, const Describe& what);
+
+// Returns once the flag has reached target.
 template <typename F>
-inline void waitFlag(const WaitScope& scope, const std::atomic<uint32_t>& word, uint32_t target,
-                     std::atomic<uint32_t>& waiters, int peer, const F& what) {
-  if (reached(word.load(std::memory_order_acquire), target)) return;
-  waitFlagSlow(scope, word, target, waiters, peer, Describe(what));
+inline void waitFlag(const WaitScope& scope, const PeerFlag& flag, uint32_t target, const F& what) {
+  if (reached(flag.word.load(std::memory_order_acquire), target)) return;
+  waitFlagSlow(scope, flag, target, Describe(what));
 }
 
 }  // namespace tern::shm

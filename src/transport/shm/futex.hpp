@@ -20,6 +20,15 @@ namespace tern::shm {
 void futexWait(const std::atomic<uint32_t>* word, uint32_t expected, int timeoutUs);
 void futexWakeAll(const std::atomic<uint32_t>* word);
 
+// Tells the CPU we are spinning (frees pipeline resources for a hyper-thread sibling, saves power).
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
 // Counters wrap around; "reached" compares within half the range, which is far more than ranks ever drift apart.
 inline bool reached(uint32_t value, uint32_t target) { return static_cast<int32_t>(value - target) >= 0; }
 

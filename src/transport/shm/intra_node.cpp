@@ -23,8 +23,8 @@ class ShmIntraNode : public IntraNode {
       : mesh_(std::move(mesh)),
         dog_(mesh_.get(), setup.tcp, setup.timeoutMs),
         spin_(shm::chooseSpinPolicy(mesh_->localRanks())),
-        transport_(mesh_.get(), &dog_, &spin_),
-        direct_(mesh_.get(), &dog_, &spin_),
+        transport_(mesh_.get(), &dog_, spin_),
+        direct_(mesh_.get(), &dog_, spin_),
         algoOverride_(AlgoOverride::parse(knobs().algo)) {}
 
   bool tryRun(Operation& op, const ExecContext& ctx) override {

@@ -85,40 +85,49 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
   const Layout& layout = m->layout_;
   const ProcessIdentity& me = processIdentity();
 
-  // 1. Create, describe, announce.
+  // 1. Create, describe, announce. A rank that cannot create its segment (no /dev/shm, out of space) still takes
+  // part in the handshake, announcing no segment, so that every rank of the host learns it and falls back together.
   PeerView& self = m->peers_[rank];
-  self.segment = Segment::create(segmentName(setup.secret, rank), layout.totalBytes, layout.populateBytes);
+  bool ok = true;
+  try {
+    self.segment = Segment::create(segmentName(setup.secret, rank), layout.totalBytes, layout.populateBytes);
+  } catch (const Error& e) {
+    TERN_LOG(kWarn, kShm, rank, "cannot create a shared-memory segment: %s", e.what());
+    ok = false;
+  }
   self.local = true;
   self.pid = ::getpid();
   self.token = me.token;
   self.sameProcess = true;
-  self.header = reinterpret_cast<SegmentHeader*>(self.segment.data());
-  self.ctrl = new (self.segment.data() + layout.controlOffset) RankControl();
-  const FdProbe& probe = fdProbe();
-  *self.header = SegmentHeader{kSegmentMagic,
-                               kLayoutVersion,
-                               static_cast<uint32_t>(n),
-                               static_cast<uint32_t>(rank),
-                               static_cast<uint32_t>(self.pid),
-                               me.token,
-                               layout.totalBytes,
-                               me.cmaCookie,
-                               reinterpret_cast<uint64_t>(me.cmaProbe),
-                               probe.fd,
-                               0,
-                               probe.ino};
   Hello hello{};
   hello.magic = kHelloMagic;
-  hello.bytes = layout.totalBytes;
   hello.token = me.token;
   hello.pid = static_cast<uint32_t>(self.pid);
   hello.rank = static_cast<uint32_t>(rank);
-  std::snprintf(hello.name, sizeof(hello.name), "%s", self.segment.name().c_str());
+  if (ok) {
+    self.header = reinterpret_cast<SegmentHeader*>(self.segment.data());
+    self.ctrl = new (self.segment.data() + layout.controlOffset) RankControl();
+    self.ctrl->cpu.store(-1);
+    const FdProbe& probe = fdProbe();
+    *self.header = SegmentHeader{kSegmentMagic,
+                                 kLayoutVersion,
+                                 static_cast<uint32_t>(n),
+                                 static_cast<uint32_t>(rank),
+                                 static_cast<uint32_t>(self.pid),
+                                 me.token,
+                                 layout.totalBytes,
+                                 me.cmaCookie,
+                                 reinterpret_cast<uint64_t>(me.cmaProbe),
+                                 probe.fd,
+                                 0,
+                                 probe.ino};
+    hello.bytes = layout.totalBytes;
+    std::snprintf(hello.name, sizeof(hello.name), "%s", self.segment.name().c_str());
+  }
   auto hellos = exchangeWithPeers(setup.tcp, rank, m->localPeers_, &hello, sizeof(hello), deadline, setup.abortFlag);
 
   // 2. Map every peer's segment and probe what works; report.
   std::vector<uint8_t> outcome(n, 0);
-  bool ok = true;
   for (size_t i = 0; i < m->localPeers_.size(); ++i) {
     int p = m->localPeers_[i];
     Hello h;
@@ -126,7 +135,11 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
     h.name[sizeof(h.name) - 1] = '\0';
     PeerView& v = m->peers_[p];
     try {
-      if (h.magic != kHelloMagic || h.rank != static_cast<uint32_t>(p) || h.bytes != layout.totalBytes) {
+      if (h.magic != kHelloMagic || h.rank != static_cast<uint32_t>(p)) {
+        throwError(ternSystemError, "rank %d sent a malformed announcement", p);
+      }
+      if (h.bytes == 0) throwError(ternSystemError, "rank %d has no segment", p);
+      if (h.bytes != layout.totalBytes) {
         throwError(ternSystemError, "rank %d announced a segment of another layout (different tern version?)", p);
       }
       v.segment = Segment::open(h.name, h.bytes, layout.populateBytes);

@@ -22,7 +22,8 @@ void pipelinedAllReduce(DirectCall& c) {
   const int n = c.n, me = c.rank;
   const size_t e = c.esize;
   const bool useSlot = c.inStaged || c.outStaged;
-  std::vector<const void*> srcs(n);
+  std::vector<const void*>& srcs = c.srcs;
+  srcs.resize(n);
 
   // Only the peers' slices are staged: this rank reads its own slice straight from its input.
   auto stageIn = [&](uint32_t j) {

@@ -13,7 +13,8 @@ void pipelinedReduce(DirectCall& c) {
   const CollArgs& a = *c.args;
   const int n = c.n, me = c.rank, root = a.root;
   const size_t e = c.esize;
-  std::vector<const void*> srcs(n);
+  std::vector<const void*>& srcs = c.srcs;
+  srcs.resize(n);
 
   // Only the peers' slices are staged: this rank reads its own slice straight from its input. Non-roots write
   // their result into their own slice of the slot.

@@ -14,7 +14,8 @@ void pipelinedReduceScatter(DirectCall& c) {
   const size_t e = c.esize;
   const size_t stride = c.chunkElems * e;  // sub-slot of one destination block
   const size_t block = a.count * e;
-  std::vector<const void*> srcs(n);
+  std::vector<const void*>& srcs = c.srcs;
+  srcs.resize(n);
 
   auto stageIn = [&](uint32_t j) {
     uint32_t g = c.chunkBase + j;

@@ -22,11 +22,11 @@ constexpr size_t kPage = 4096;
 
 // Small (one-phase) collectives: every rank's whole input fits one half of its small area; consecutive small calls
 // alternate halves so that a fast rank can fill the next half while slow peers still read the previous one.
-constexpr size_t kSmallBytes = 64 * 1024;
+constexpr size_t kSmallBytes = 256 * 1024;
 // Pipelined collectives: a ring of staging slots per rank. A slot is reused kStageSlots chunks later, after every
 // peer has reported that chunk done.
 constexpr int kStageSlots = 4;
-constexpr size_t kStageSlotBytes = 512 * 1024;
+constexpr size_t kStageSlotBytes = 256 * 1024;
 // FIFO rings (point-to-point): fixed-size slots; the ring per peer shrinks with the rank count so that the
 // segment stays a few MiB on big hosts.
 constexpr size_t kRingSlotBytes = 32 * 1024;
@@ -36,7 +36,7 @@ inline size_t alignUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
 // How the owner passes a buffer in the current call.
 enum class BufferMode : uint32_t {
   kStaged = 0,  // copied through the owner's staging slots
-  kDirect = 1,  // peers read (and for results, read) it in place: same process, or a registered segment they map
+  kDirect = 1,  // peers read it in place (inputs; allreduce results): same process, or a registered segment they map
 };
 
 // A buffer as peers see it: its address in the owner's process (valid for peers in the same process) and, for
@@ -82,13 +82,24 @@ struct SegmentHeader {
   uint64_t probeIno;
 };
 
+// The flag of a one-phase (small) call, by call parity, with the call's arguments key and, for inputs of up to
+// kInlineBytes, the input itself: a tiny collective then costs each peer a single cache-line transfer.
+constexpr size_t kInlineBytes = kLine - 16;
+struct alignas(kLine) SmallLine {
+  std::atomic<uint32_t> seq;  // small calls posted (this line holds the calls of its parity)
+  uint32_t pad;
+  uint64_t argsKey;  // the call's collective/count/dtype/op/root: a mismatch between ranks is an error, not garbage
+  char payload[kInlineBytes];
+};
+
 struct RankControl {
   // Written by the owner only: progress of the direct collectives (cumulative counters).
-  alignas(kLine) std::atomic<uint32_t> small;  // small calls whose input is posted
-  std::atomic<uint32_t> call;                  // pipelined calls whose descriptor is posted
-  std::atomic<uint32_t> in;                    // chunks whose input is readable
-  std::atomic<uint32_t> red;                   // chunks whose owner slice is reduced and readable
-  std::atomic<uint32_t> done;                  // chunks the owner has finished with
+  alignas(kLine) SmallLine small[2];
+  alignas(kLine) std::atomic<uint32_t> call;  // pipelined calls whose descriptor is posted
+  std::atomic<uint32_t> in;                   // chunks whose input is readable
+  std::atomic<uint32_t> red;                  // chunks whose owner slice is reduced and readable
+  std::atomic<uint32_t> done;                 // chunks the owner has finished with
+  std::atomic<int32_t> cpu;                   // CPU the owner last posted from (-1: unknown); see flag_wait.hpp
   // Written by waiters: how many sleep on a flag above.
   alignas(kLine) std::atomic<uint32_t> flagWaiters;
   // FIFO doorbell: peers ring it after producing into or consuming from a ring shared with the owner.
@@ -97,11 +108,6 @@ struct RankControl {
   // Non-zero once the owner's shared-memory transport was aborted: peers fail at once instead of waiting.
   alignas(kLine) std::atomic<uint32_t> aborted;
   alignas(kLine) CallDesc desc[2];  // by call parity
-};
-
-// Header of one half of a small area.
-struct alignas(kLine) SmallHeader {
-  uint64_t argsKey;  // the call's collective/count/dtype/op/root: a mismatch between ranks is an error, not garbage
 };
 
 struct alignas(kLine) RingIndex {
@@ -142,7 +148,7 @@ inline Layout Layout::forRanks(int nranks) {
   l.nranks = nranks;
   l.controlOffset = kPage;
   l.smallOffset = alignUp(l.controlOffset + sizeof(RankControl), kPage);
-  l.smallHalfBytes = sizeof(SmallHeader) + kSmallBytes;
+  l.smallHalfBytes = kSmallBytes;
   l.stageOffset = alignUp(l.smallOffset + 2 * l.smallHalfBytes, kPage);
   l.ringsOffset = l.stageOffset + kStageSlots * kStageSlotBytes;
   // 1 MiB of ring per peer up to 5 peers, then a 4 MiB total shared out, never under 4 slots.

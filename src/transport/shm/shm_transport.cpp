@@ -1,6 +1,6 @@
 #include "transport/shm/shm_transport.hpp"
 
-#include <immintrin.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,7 +26,7 @@ std::atomic<bool> gRendezvous{true};
 
 void ShmTransport::setRendezvousForTesting(bool enabled) { gRendezvous.store(enabled); }
 
-ShmTransport::ShmTransport(Mesh* mesh, Watchdog* dog, const SpinPolicy* spin)
+ShmTransport::ShmTransport(Mesh* mesh, Watchdog* dog, const SpinPolicy& spin)
     : mesh_(mesh),
       dog_(dog),
       spin_(spin),
@@ -51,6 +51,7 @@ void ShmTransport::postRecv(int peer, void* data, size_t bytes, Transfer* transf
 }
 
 void ShmTransport::notify(int peer) {
+  mesh_->ctrl(rank_).cpu.store(currentCpu(), std::memory_order_relaxed);
   // Pairs with the sleeper's "register, then re-check the rings" (see futex.hpp): our ring update must be visible
   // before we look at its waiter count.
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -193,7 +194,21 @@ int ShmTransport::pass() {
   return completed;
 }
 
+bool ShmTransport::pendingPeerOnAnotherCpu() const {
+  int cpu = currentCpu();
+  for (int p : mesh_->localPeers()) {
+    const PeerState& s = peers_[p];
+    if (s.sends.empty() && s.acks.empty() && s.recvs.empty()) continue;
+    if (mesh_->peer(p).ctrl->cpu.load(std::memory_order_relaxed) != cpu) return true;
+  }
+  return false;
+}
+
 void ShmTransport::checkPeers() {
+  // The probe costs a recv(MSG_PEEK) per socket: once per sleep slice is often enough to notice a dead peer.
+  auto now = Clock::now();
+  if (now - lastProbe_ < std::chrono::milliseconds(kSleepSliceMs)) return;
+  lastProbe_ = now;
   for (int p : mesh_->localPeers()) {
     PeerState& s = peers_[p];
     if (s.sends.empty() && s.acks.empty() && s.recvs.empty()) continue;
@@ -211,11 +226,20 @@ int ShmTransport::progress(int waitMs) {
   if (completed > 0 || waitMs <= 0 || pending_ == 0) return completed;
   auto start = Clock::now();
   auto deadline = start + std::chrono::milliseconds(waitMs);
-  // Spin first (see flag_wait.hpp for why), then sleep on our doorbell.
-  if (spin_->spinNs > 0) {
-    auto end = start + std::chrono::nanoseconds(spin_->spinNs);
+  // Spin first, unless every peer we wait for shares our CPU (see flag_wait.hpp for why); then sleep on our doorbell.
+  if (spin_.ns() > 0 && pendingPeerOnAnotherCpu()) {
+    auto end = start + std::chrono::nanoseconds(spin_.ns());
     while (Clock::now() < end) {
-      for (int i = 0; i < 16; ++i) _mm_pause();
+      for (int i = 0; i < 16; ++i) cpuRelax();
+      if ((completed = pass()) > 0) {
+        spin_.succeeded();
+        return completed;
+      }
+    }
+    spin_.failed();
+  } else {
+    for (int i = 0; i < spin_.policy().yields; ++i) {
+      sched_yield();
       if ((completed = pass()) > 0) return completed;
     }
   }

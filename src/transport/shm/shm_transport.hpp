@@ -27,7 +27,7 @@ namespace tern::shm {
 
 class ShmTransport : public Transport {
  public:
-  ShmTransport(Mesh* mesh, Watchdog* dog, const SpinPolicy* spin);
+  ShmTransport(Mesh* mesh, Watchdog* dog, const SpinPolicy& spin);
 
   const char* name() const override { return "shm"; }
   void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) override;
@@ -78,14 +78,16 @@ class ShmTransport : public Transport {
   void notify(int peer);
   void throwIfFailed();
   void checkPeers();
+  bool pendingPeerOnAnotherCpu() const;
 
   Mesh* mesh_;
   Watchdog* dog_;
-  const SpinPolicy* spin_;
+  SpinBudget spin_;
   int rank_;
   size_t payload_;  // bytes per slot after the header
   std::vector<PeerState> peers_;
   size_t pending_ = 0;
+  Clock::time_point lastProbe_;
 };
 
 }  // namespace tern::shm

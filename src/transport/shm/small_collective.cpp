@@ -1,11 +1,12 @@
-// Small collectives in one phase: every rank copies its whole input into its small area, posts, waits for every
-// peer's post, and computes its whole result from the peers' small areas. One synchronisation instead of the
-// two (or more) of a reduce-then-gather, which is what matters when the data is a few cache lines: every rank
-// reduces everything, in rank order, so all of them get the same bits without a second exchange.
+// Small collectives in one phase: every rank copies its whole input into its small area (inputs of up to 48 bytes
+// into the flag's own cache line), posts, waits for every peer's post, and computes its whole result from the peers'
+// small areas. One synchronisation instead of the two (or more) of a reduce-then-gather, which is what matters when
+// the data is a few cache lines: every rank reduces everything, in rank order, so all of them get the same bits
+// without a second exchange. A tiny allreduce costs each rank one cache-line transfer per peer.
 //
-// Consecutive small calls alternate between the two halves of the small area. Before a rank writes half h for
-// call k, it waits until every peer has posted call k - 1: a peer posts k - 1 only after finishing call k - 2, the
-// last one that read half h.
+// Consecutive small calls alternate between the two halves of the small area (and two flag lines). Before a rank
+// writes half h for call k, it waits until every peer has posted call k - 1: a peer posts k - 1 only after finishing
+// call k - 2, the last one that read half h.
 #include <cstring>
 #include <vector>
 
@@ -16,13 +17,12 @@ namespace tern::shm {
 
 namespace {
 
-size_t inputBytes(const DirectCall& c) {
+// Bytes every rank that contributes data posts (for broadcast, only the root contributes).
+size_t payloadBytes(const DirectCall& c) {
   const CollArgs& a = *c.args;
   switch (a.coll) {
     case Collective::kReduceScatter:
       return a.count * c.esize * static_cast<size_t>(c.n);
-    case Collective::kBroadcast:
-      return c.rank == a.root ? a.count * c.esize : 0;
     case Collective::kBarrier:
       return 0;
     default:
@@ -34,48 +34,53 @@ size_t inputBytes(const DirectCall& c) {
 
 void smallCollective(DirectCall& c, uint32_t seq) {
   const CollArgs& a = *c.args;
-  const int n = c.n;
+  const int n = c.n, me = c.rank;
   const uint32_t half = seq & 1;
-  c.waitAllPeers(&RankControl::small, seq - 1, "previous small call");
-  char* mine = c.mesh->small(c.rank, half);
-  reinterpret_cast<SmallHeader*>(mine)->argsKey = argsKey(a);
-  size_t bytes = inputBytes(c);
-  if (bytes > 0) std::memcpy(mine + sizeof(SmallHeader), c.in, bytes);
-  c.post(&RankControl::small, seq);
-  c.waitAllPeers(&RankControl::small, seq, "small-call input");
+  const uint64_t key = argsKey(a);
+  const size_t bytes = payloadBytes(c);
+  const bool inlined = bytes <= kInlineBytes;  // the same answer on every rank: it depends on the arguments only
+  // The half (and line) this call uses was last used by call seq - 2; a peer that has posted seq - 1 is done with it.
+  for (int i = 1; i < n; ++i) {
+    const int p = (me + i) % n;
+    c.waitWord(p, c.ctrl(p).small[(seq - 1) & 1].seq, seq - 1, "previous small call");
+  }
+  SmallLine& line = c.ctrl(me).small[half];
+  const bool contributes = a.coll != Collective::kBroadcast || me == a.root;
+  if (contributes && bytes > 0) std::memcpy(inlined ? line.payload : c.mesh->small(me, half), c.in, bytes);
+  line.argsKey = key;
+  c.postWord(line.seq, seq);
 
-  std::vector<const char*> data(n);
-  for (int p = 0; p < n; ++p) {
-    const char* area = c.mesh->small(p, half);
-    if (reinterpret_cast<const SmallHeader*>(area)->argsKey != argsKey(a)) {
+  std::vector<const void*>& data = c.srcs;
+  data.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const int p = (me + i) % n;
+    SmallLine& theirs = c.ctrl(p).small[half];
+    if (p != me) c.waitWord(p, theirs.seq, seq, "small-call input");
+    if (theirs.argsKey != key) {
       throwError(ternInvalidUsage,
-                 "rank %d: %s arguments differ from rank %d's (count, datatype, op and root must "
-                 "agree on every rank)",
-                 c.rank, c.what, p);
+                 "rank %d: %s arguments differ from rank %d's (count, datatype, op and root must agree on every rank)",
+                 me, c.what, p);
     }
-    data[p] = area + sizeof(SmallHeader);
+    data[p] = inlined ? theirs.payload : c.mesh->small(p, half);
   }
   const size_t blockBytes = a.count * c.esize;
   switch (a.coll) {
     case Collective::kAllReduce:
-      reduceInOrder(c.out, reinterpret_cast<const void* const*>(data.data()), n, a.count, a.dtype, a.op, c.avgDivisor,
-                    c.tmp);
+      reduceInOrder(c.out, data.data(), n, a.count, a.dtype, a.op, c.avgDivisor, c.tmp);
       break;
     case Collective::kReduce:
       if (c.rank == a.root) {
-        reduceInOrder(c.out, reinterpret_cast<const void* const*>(data.data()), n, a.count, a.dtype, a.op, c.avgDivisor,
-                      c.tmp);
+        reduceInOrder(c.out, data.data(), n, a.count, a.dtype, a.op, c.avgDivisor, c.tmp);
       }
       break;
     case Collective::kReduceScatter:
-      for (int p = 0; p < n; ++p) data[p] += blockBytes * static_cast<size_t>(c.rank);
-      reduceInOrder(c.out, reinterpret_cast<const void* const*>(data.data()), n, a.count, a.dtype, a.op, c.avgDivisor,
-                    c.tmp);
+      for (int p = 0; p < n; ++p) data[p] = static_cast<const char*>(data[p]) + blockBytes * c.rank;
+      reduceInOrder(c.out, data.data(), n, a.count, a.dtype, a.op, c.avgDivisor, c.tmp);
       break;
     case Collective::kAllGather:
       for (int p = 0; p < n; ++p) {
         char* dst = c.out + blockBytes * static_cast<size_t>(p);
-        if (blockBytes > 0 && dst != data[p]) std::memcpy(dst, data[p], blockBytes);
+        if (blockBytes > 0) std::memcpy(dst, data[p], blockBytes);
       }
       break;
     case Collective::kBroadcast:

@@ -18,15 +18,31 @@ int usableCpus() {
 
 }  // namespace
 
-// TODO(measure): numbers below are placeholders until the benchmark is run.
+// Measured with tests/shm/spin_bench (P processes, all-to-all flag barrier with the library's publish/futex protocol)
+// on the 2-vCPU development VM, microseconds per barrier, by spin budget:
+//
+//   spin budget (us)                          0      1      2      5     10     20     50    100
+//   2 ranks bound to 2 CPUs                 131     30    8.2    2.1   0.19   0.19   0.63    1.4
+//   2 ranks bound, 20 us work per barrier   151      -      -     97     67     75     72      -   (sync part)
+//   4 ranks bound to 2 CPUs (2 per CPU)      29     42     37     53     22     31     95      -
+//   2 ranks unbound, no co-location rule    117      -     44      -     19      -     81      -
+//   2 ranks unbound, co-location rule       1.7      -      -      -    1.4      -    1.5      -
+//   4 ranks unbound, co-location rule        74      -      -      -    5.9      -    7.1      -
+//
+// Sleeping at once costs 100+ us per wake-up (an idle vCPU halts and the host must wake it); a budget of 10 us or
+// more hides it when the peer runs on another CPU. Unbound ranks that hand work back and forth end up on one CPU
+// (the scheduler pulls a futex wakee to its waker), where any spinning only delays the peer: the co-location rule
+// (flag_wait.hpp) makes that case a yield. With more ranks than CPUs, long spins starve the spinner's CPU-mate, so
+// the ceiling is lower. The floors keep the adaptive budget above the point where sleeping starts to cost 100 us.
 SpinPolicy chooseSpinPolicy(int localRanks) {
   SpinPolicy p;
+  p.yields = 4;
   if (localRanks <= usableCpus()) {
-    p.spinNs = 50000;
-    p.yields = 0;
+    p.maxSpinNs = 50000;
+    p.minSpinNs = 10000;
   } else {
-    p.spinNs = 0;
-    p.yields = 1;
+    p.maxSpinNs = 10000;
+    p.minSpinNs = 2000;
   }
   return p;
 }

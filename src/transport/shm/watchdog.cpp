@@ -20,7 +20,9 @@ void Watchdog::abort(const std::string& reason) {
   // doorbells so that they look at our aborted flag now rather than at their next liveness check.
   futexWakeAll(&mine.doorbell);
   for (int p : mesh_->localPeers()) futexWakeAll(&mesh_->ctrl(p).doorbell);
-  for (auto* w : {&mine.small, &mine.call, &mine.in, &mine.red, &mine.done}) futexWakeAll(w);
+  for (auto* w : {&mine.small[0].seq, &mine.small[1].seq, &mine.call, &mine.in, &mine.red, &mine.done}) {
+    futexWakeAll(w);
+  }
 }
 
 void Watchdog::checkAbortAndDeadline(int peer, Clock::time_point deadline, const std::atomic<bool>* abortFlag,
