@@ -29,9 +29,9 @@ using Clock = std::chrono::steady_clock;
   std::_Exit(1);
 }
 
-#define PERF_CHECK(call, comm)                  \
-  do {                                          \
-    ternResult_t r_ = (call);                   \
+#define PERF_CHECK(call, comm)                   \
+  do {                                           \
+    ternResult_t r_ = (call);                    \
     if (r_ != ternSuccess) die(#call, r_, comm); \
   } while (0)
 
@@ -84,15 +84,33 @@ float halfBitsToFloat(uint16_t h) {
 
 void store(void* buf, size_t i, ternDataType_t t, double v) {
   switch (t) {
-    case ternInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
-    case ternUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
-    case ternInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
-    case ternUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
-    case ternInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
-    case ternUint64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v); break;
-    case ternFloat16: static_cast<uint16_t*>(buf)[i] = floatToHalfBits(static_cast<float>(v)); break;
-    case ternFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case ternFloat64: static_cast<double*>(buf)[i] = v; break;
+    case ternInt8:
+      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v);
+      break;
+    case ternUint8:
+      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v);
+      break;
+    case ternInt32:
+      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
+      break;
+    case ternUint32:
+      static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v);
+      break;
+    case ternInt64:
+      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
+      break;
+    case ternUint64:
+      static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v);
+      break;
+    case ternFloat16:
+      static_cast<uint16_t*>(buf)[i] = floatToHalfBits(static_cast<float>(v));
+      break;
+    case ternFloat32:
+      static_cast<float*>(buf)[i] = static_cast<float>(v);
+      break;
+    case ternFloat64:
+      static_cast<double*>(buf)[i] = v;
+      break;
     case ternBfloat16: {
       float f = static_cast<float>(v);
       uint32_t x;
@@ -100,43 +118,81 @@ void store(void* buf, size_t i, ternDataType_t t, double v) {
       static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 
 double load(const void* buf, size_t i, ternDataType_t t) {
   switch (t) {
-    case ternInt8: return static_cast<const int8_t*>(buf)[i];
-    case ternUint8: return static_cast<const uint8_t*>(buf)[i];
-    case ternInt32: return static_cast<const int32_t*>(buf)[i];
-    case ternUint32: return static_cast<const uint32_t*>(buf)[i];
-    case ternInt64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-    case ternUint64: return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
-    case ternFloat16: return halfBitsToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case ternFloat32: return static_cast<const float*>(buf)[i];
-    case ternFloat64: return static_cast<const double*>(buf)[i];
+    case ternInt8:
+      return static_cast<const int8_t*>(buf)[i];
+    case ternUint8:
+      return static_cast<const uint8_t*>(buf)[i];
+    case ternInt32:
+      return static_cast<const int32_t*>(buf)[i];
+    case ternUint32:
+      return static_cast<const uint32_t*>(buf)[i];
+    case ternInt64:
+      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
+    case ternUint64:
+      return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
+    case ternFloat16:
+      return halfBitsToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case ternFloat32:
+      return static_cast<const float*>(buf)[i];
+    case ternFloat64:
+      return static_cast<const double*>(buf)[i];
     case ternBfloat16: {
       uint32_t x = static_cast<uint32_t>(static_cast<const uint16_t*>(buf)[i]) << 16;
       float f;
       std::memcpy(&f, &x, 4);
       return f;
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
-bool isFloat(ternDataType_t t) {
-  return t == ternFloat16 || t == ternFloat32 || t == ternFloat64 || t == ternBfloat16;
-}
+bool isFloat(ternDataType_t t) { return t == ternFloat16 || t == ternFloat32 || t == ternFloat64 || t == ternBfloat16; }
 
+// A benchmark buffer: ordinary page-aligned heap memory, or (-R) ternMemAlloc memory that same-host peers map, so
+// the intra-node collectives read it in place instead of staging it through shared memory.
 struct Buffer {
-  std::unique_ptr<char[], void (*)(void*)> p{nullptr, std::free};
+  char* p = nullptr;
   size_t bytes = 0;
-  void ensure(size_t b) {
-    if (b <= bytes) return;
+  bool registered = false;
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { release(); }
+  char* get() const { return p; }
+  void release() {
+    if (p == nullptr) return;
+    if (registered) {
+      ternMemFree(p);
+    } else {
+      std::free(p);
+    }
+    p = nullptr;
+    bytes = 0;
+  }
+  void ensure(size_t b, bool useTernMem) {
+    if (b <= bytes && useTernMem == registered) return;
+    release();
     size_t rounded = (std::max<size_t>(b, 64) + 4095) & ~static_cast<size_t>(4095);
-    p.reset(static_cast<char*>(std::aligned_alloc(4096, rounded)));
-    std::memset(p.get(), 0, rounded);  // touch every page before timing
+    registered = useTernMem;
+    if (registered) {
+      void* q = nullptr;
+      if (ternMemAlloc(&q, rounded) != ternSuccess) {
+        std::fprintf(stderr, "perf: ternMemAlloc of %zu bytes failed: %s\n", rounded, ternGetLastError(nullptr));
+        std::exit(1);
+      }
+      p = static_cast<char*>(q);
+    } else {
+      p = static_cast<char*>(std::aligned_alloc(4096, rounded));
+    }
+    std::memset(p, 0, rounded);  // touch every page before timing
     bytes = rounded;
   }
 };
@@ -148,8 +204,7 @@ struct Measured {
 
 class RankRunner {
  public:
-  RankRunner(const CollectiveSpec& spec, const PerfOptions& o, ternComm_t comm)
-      : spec_(spec), o_(o), comm_(comm) {
+  RankRunner(const CollectiveSpec& spec, const PerfOptions& o, ternComm_t comm) : spec_(spec), o_(o), comm_(comm) {
     PERF_CHECK(ternCommCount(comm, &n_), comm);
     PERF_CHECK(ternCommUserRank(comm, &rank_), comm);
   }
@@ -185,12 +240,12 @@ class RankRunner {
   Measured measure(size_t count, ternRedOp_t op, bool inPlace) {
     Layout l = spec_.layout(count, n_, rank_);
     size_t e = typeSize(o_.dtype);
-    sendBuf_.ensure(l.sendElems * e);
-    recvBuf_.ensure(l.recvElems * e);
-    void* recv = recvBuf_.p.get();
-    const void* send = inPlace ? static_cast<char*>(recv) + l.inPlaceSendOffset * e : sendBuf_.p.get();
+    sendBuf_.ensure(l.sendElems * e, o_.registered);
+    recvBuf_.ensure(l.recvElems * e, o_.registered);
+    void* recv = recvBuf_.get();
+    const void* send = inPlace ? static_cast<char*>(recv) + l.inPlaceSendOffset * e : sendBuf_.get();
     Measured m;
-    fill(sendBuf_.p.get(), recv, l, op, inPlace);
+    fill(sendBuf_.get(), recv, l, op, inPlace);
     for (int i = 0; i < o_.warmup; ++i) {
       PERF_CHECK(spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_), comm_);
     }
@@ -209,9 +264,15 @@ class RankRunner {
         us = combine(v, ternSum);
         break;
       }
-      case 2: us = combine(us, ternMin); break;
-      case 3: us = combine(us, ternMax); break;
-      default: us = combine(us, ternSum) / n_; break;
+      case 2:
+        us = combine(us, ternMin);
+        break;
+      case 3:
+        us = combine(us, ternMax);
+        break;
+      default:
+        us = combine(us, ternSum) / n_;
+        break;
     }
     if (o_.iterStats && !perIter.empty()) {
       std::sort(perIter.begin(), perIter.end());
@@ -226,7 +287,7 @@ class RankRunner {
     if (o_.check && !o_.compress.empty()) {
       // Compression is lossy: exact values cannot be checked. What must hold is that the result is finite and
       // bit-identical on every rank: count the elements that are not, using a checksum compared across ranks.
-      fill(sendBuf_.p.get(), recv, l, op, inPlace);
+      fill(sendBuf_.get(), recv, l, op, inPlace);
       PERF_CHECK(spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_), comm_);
       long long bad = 0;
       uint64_t hash = 1469598103934665603ull;
@@ -239,10 +300,10 @@ class RankRunner {
       }
       double h = static_cast<double>(hash >> 11);  // exact in a double
       bool same = combine(h, ternMax) == combine(h, ternMin);
-      m.wrong = static_cast<long long>(combine(static_cast<double>(same ? bad : static_cast<long long>(l.recvElems)),
-                                               ternSum));
+      m.wrong = static_cast<long long>(
+          combine(static_cast<double>(same ? bad : static_cast<long long>(l.recvElems)), ternSum));
     } else if (o_.check) {
-      fill(sendBuf_.p.get(), recv, l, op, inPlace);
+      fill(sendBuf_.get(), recv, l, op, inPlace);
       PERF_CHECK(spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_), comm_);
       m.wrong = static_cast<long long>(combine(static_cast<double>(verify(recv, l, op)), ternSum));
     } else {
@@ -286,9 +347,13 @@ class RankRunner {
       std::fflush(stdout);
       if (!o_.jsonFile.empty()) {
         std::ofstream f(o_.jsonFile);
-        nlohmann::json doc = {{"collective", spec_.name}, {"binary", spec_.binary}, {"nranks", n_},
-                              {"transport", ternCommTransportName(comm_)}, {"compress", o_.compress},
-                              {"forced_algo", o_.algo}, {"results", records}};
+        nlohmann::json doc = {{"collective", spec_.name},
+                              {"binary", spec_.binary},
+                              {"nranks", n_},
+                              {"transport", ternCommTransportName(comm_)},
+                              {"compress", o_.compress},
+                              {"forced_algo", o_.algo},
+                              {"results", records}};
         f << doc.dump(2) << "\n";
       }
     }
@@ -309,14 +374,14 @@ class RankRunner {
     }
     std::printf(" warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n", o_.warmup, o_.iters, o_.check);
     std::printf("#\n# tern %d.%d.%d, %d ranks, transport %s%s%s%s%s\n", version / 10000, version / 100 % 100,
-                version % 100, n_, ternCommTransportName(comm_), o_.algo.empty() ? "" : ", algorithm ",
-                o_.algo.c_str(), o_.compress.empty() ? "" : ", compression ", o_.compress.c_str());
+                version % 100, n_, ternCommTransportName(comm_), o_.algo.empty() ? "" : ", algorithm ", o_.algo.c_str(),
+                o_.compress.empty() ? "" : ", compression ", o_.compress.c_str());
     std::printf("#  Rank %2d Group  0 Pid %6d on %10s device  0 [cpu] host memory\n", rank_, getpid(), host);
     std::printf("#\n");
-    std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "",
-                "", "", "", "");
-    std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type",
-                "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+    std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "",
+                "", "", "");
+    std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type", "redop",
+                "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
     std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)", "", "",
                 "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
     std::fflush(stdout);
@@ -361,10 +426,15 @@ class RankRunner {
       }
       return j;
     };
-    return {{"size", count * typeSize(o_.dtype)}, {"count", count}, {"type", typeName(o_.dtype)},
-            {"redop", spec_.hasOp ? opName(op) : "none"}, {"root", spec_.hasRoot ? o_.root : -1},
-            {"algorithm", o_.algo.empty() ? algo : o_.algo}, {"predicted_us", predicted},
-            {"out_of_place", one(out)}, {"in_place", one(in)}};
+    return {{"size", count * typeSize(o_.dtype)},
+            {"count", count},
+            {"type", typeName(o_.dtype)},
+            {"redop", spec_.hasOp ? opName(op) : "none"},
+            {"root", spec_.hasRoot ? o_.root : -1},
+            {"algorithm", o_.algo.empty() ? algo : o_.algo},
+            {"predicted_us", predicted},
+            {"out_of_place", one(out)},
+            {"in_place", one(in)}};
   }
 
   const CollectiveSpec& spec_;
@@ -393,10 +463,18 @@ double reduceOverRanks(int nranks, size_t index, ternRedOp_t op) {
   for (int r = 1; r < nranks; ++r) {
     double v = patternValue(r, index, op);
     switch (op) {
-      case ternProd: acc *= v; break;
-      case ternMax: acc = std::max(acc, v); break;
-      case ternMin: acc = std::min(acc, v); break;
-      default: acc += v; break;
+      case ternProd:
+        acc *= v;
+        break;
+      case ternMax:
+        acc = std::max(acc, v);
+        break;
+      case ternMin:
+        acc = std::min(acc, v);
+        break;
+      default:
+        acc += v;
+        break;
     }
   }
   return op == ternAvg ? acc / nranks : acc;

@@ -10,9 +10,9 @@
 namespace tern::perf {
 
 struct Layout {
-  size_t sendElems;   // elements in the send buffer
-  size_t recvElems;   // elements in the receive buffer
-  size_t callCount;   // the count argument passed to the collective
+  size_t sendElems;          // elements in the send buffer
+  size_t recvElems;          // elements in the receive buffer
+  size_t callCount;          // the count argument passed to the collective
   size_t inPlaceSendOffset;  // elements into the receive buffer where the in-place send data lives
 };
 

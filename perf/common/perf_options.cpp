@@ -13,16 +13,21 @@ size_t parseSize(const std::string& text) {
   double v = std::strtod(text.c_str(), &end);
   double mult = 1;
   std::string suffix(end);
-  if (suffix == "K" || suffix == "k" || suffix == "KB" || suffix == "KiB") mult = 1024.0;
-  else if (suffix == "M" || suffix == "m" || suffix == "MB" || suffix == "MiB") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty() && suffix != "B") throw CLI::ValidationError("size", "bad size '" + text + "'");
+  if (suffix == "K" || suffix == "k" || suffix == "KB" || suffix == "KiB")
+    mult = 1024.0;
+  else if (suffix == "M" || suffix == "m" || suffix == "MB" || suffix == "MiB")
+    mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty() && suffix != "B")
+    throw CLI::ValidationError("size", "bad size '" + text + "'");
   if (v < 0) throw CLI::ValidationError("size", "negative size '" + text + "'");
   return static_cast<size_t>(v * mult);
 }
 
 const char* typeName(ternDataType_t t) {
-  static const char* names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16"};
+  static const char* names[] = {"int8",   "uint8", "int32", "uint32", "int64",
+                                "uint64", "half",  "float", "double", "bfloat16"};
   return (t >= 0 && t < ternNumTypes) ? names[t] : "?";
 }
 
@@ -56,6 +61,8 @@ PerfOptions parsePerfOptions(int argc, char** argv, const char* binaryName, bool
   app.add_option("-A,--algo", o.algo, "force an algorithm by name (as TERN_ALGO)");
   app.add_option("-Z,--compress", o.compress, "compress with CODEC[:param] (sign, qsgd:4, topk:0.01, fp16, bf16)");
   app.add_flag("-I,--iter-stats", o.iterStats, "report per-iteration min/max/p99 times");
+  app.add_flag("-R,--registered", o.registered,
+               "allocate buffers with ternMemAlloc (peers on this host read them in place)");
   app.add_option("-t,--nthreads", o.threads, "ranks as threads of this process (when not started by a launcher)")
       ->check(CLI::PositiveNumber);
   int ignored = 1;
@@ -72,10 +79,10 @@ PerfOptions parsePerfOptions(int argc, char** argv, const char* binaryName, bool
     }
     if (o.maxBytes < o.minBytes) throw CLI::ValidationError("-e", "maxbytes < minbytes");
     static const std::map<std::string, ternDataType_t> types = {
-        {"int8", ternInt8},     {"uint8", ternUint8},     {"int32", ternInt32},   {"int", ternInt32},
-        {"uint32", ternUint32}, {"int64", ternInt64},     {"uint64", ternUint64}, {"half", ternFloat16},
-        {"float16", ternFloat16}, {"fp16", ternFloat16},  {"float", ternFloat32}, {"float32", ternFloat32},
-        {"double", ternFloat64}, {"float64", ternFloat64}, {"bfloat16", ternBfloat16}, {"bf16", ternBfloat16}};
+        {"int8", ternInt8},       {"uint8", ternUint8},     {"int32", ternInt32},       {"int", ternInt32},
+        {"uint32", ternUint32},   {"int64", ternInt64},     {"uint64", ternUint64},     {"half", ternFloat16},
+        {"float16", ternFloat16}, {"fp16", ternFloat16},    {"float", ternFloat32},     {"float32", ternFloat32},
+        {"double", ternFloat64},  {"float64", ternFloat64}, {"bfloat16", ternBfloat16}, {"bf16", ternBfloat16}};
     auto t = types.find(dtype);
     if (t == types.end()) throw CLI::ValidationError("-d", "unknown datatype '" + dtype + "'");
     o.dtype = t->second;

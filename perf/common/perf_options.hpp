@@ -28,6 +28,7 @@ struct PerfOptions {
   std::string algo;
   std::string compress;
   bool iterStats = false;
+  bool registered = false;  // -R: buffers from ternMemAlloc (zero-copy between same-host ranks)
   int threads = 1;
 };
 

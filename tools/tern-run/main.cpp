@@ -78,10 +78,12 @@ int Launch(const Options& opts) {
   if (opts.timeout_s) config.timeout = std::chrono::duration<double>(*opts.timeout_s);
   Supervisor supervisor(config, &signals);
 
+  const std::vector<int> cpus = CpusForRanks(opts.bind_to, opts.nprocs, opts.nprocs == opts.world_size, UsableCpus());
   for (int local = 0; local < opts.nprocs; ++local) {
+    const int cpu = cpus.empty() ? -1 : cpus[static_cast<size_t>(local)];
     int rank = opts.rank_offset + local * opts.rank_stride;
     try {
-      supervisor.AddRank(rank, SpawnProcess(*resolved, opts.command, env.ForRank(local), dev_null.get(), signals));
+      supervisor.AddRank(rank, SpawnProcess(*resolved, opts.command, env.ForRank(local), dev_null.get(), signals, cpu));
     } catch (const std::system_error& e) {
       supervisor.Abort(kLauncherErrorExitCode, "cannot start rank " + std::to_string(rank) + ": " + e.what());
       break;

@@ -82,6 +82,7 @@ ParseOutcome ParseOptions(int argc, char** argv) {
   std::optional<int> rank_offset;
   std::optional<int> rank_stride;
   std::optional<int> world_size;
+  std::string bind_to = "auto";
 
   CLI::App app{"tern-run: start N ranks of a tern job on this machine and supervise them.", "tern-run"};
   app.formatter(std::make_shared<HelpFormatter>());
@@ -124,6 +125,10 @@ ParseOutcome ParseOptions(int argc, char** argv) {
   app.add_option("--timeout", opts.timeout_s, "Terminate every rank and exit 124 after this long (default: none)")
       ->option_text("SECONDS")
       ->check(CLI::PositiveNumber);
+  app.add_option("--bind-to", bind_to,
+                 "Bind each rank to a CPU: core (local rank i on the i-th usable CPU), none, or auto (core when this "
+                 "tern-run starts the whole job on no more ranks than CPUs; the default)")
+      ->option_text("auto|core|none");
   // Everything from the first non-option on is the rank program's command line, options included.
   app.prefix_command();
 
@@ -142,6 +147,8 @@ ParseOutcome ParseOptions(int argc, char** argv) {
     return UsageError("unknown option " + opts.command.front());
   }
 
+  if (!ParseBindTo(bind_to, &opts.bind_to))
+    return UsageError("--bind-to expects auto, core or none, got '" + bind_to + "'");
   if (!nprocs) return UsageError("missing -n N (number of ranks)");
   if (*nprocs < 1) return UsageError("-n must be at least 1, got " + std::to_string(*nprocs));
   opts.nprocs = *nprocs;

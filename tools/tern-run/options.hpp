@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "cpu_binding.hpp"
+
 namespace tern::run {
 
 // Exit code for a bad command line (including a program that cannot be found), as with most Unix tools.
@@ -22,6 +24,7 @@ struct Options {
   bool tag_output = true;
   int grace_ms = 3000;
   std::optional<double> timeout_s;
+  BindTo bind_to = BindTo::kAuto;    // --bind-to
   std::vector<std::string> command;  // program and its arguments, never empty once parsed
 };
 

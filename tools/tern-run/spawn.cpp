@@ -1,6 +1,7 @@
 #include "spawn.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -46,8 +47,14 @@ void WriteAll(int fd, const char* text) {
 
 // Runs in the child between fork and exec: only async-signal-safe calls, no allocation.
 [[noreturn]] void ExecChild(pid_t parent, const char* path, char* const* argv, char* const* envp, int stdin_fd,
-                            int out_fd, int err_fd, const SignalChannel& signals) {
+                            int out_fd, int err_fd, const SignalChannel& signals, int cpu) {
   ::setpgid(0, 0);
+  if (cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (::sched_setaffinity(0, sizeof(set), &set) != 0) WriteAll(err_fd, "tern-run: cannot bind rank to its CPU\n");
+  }
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(1);  // tern-run died before the death signal was armed
   if (::dup2(stdin_fd, STDIN_FILENO) < 0 || ::dup2(out_fd, STDOUT_FILENO) < 0 || ::dup2(err_fd, STDERR_FILENO) < 0) {
@@ -67,7 +74,7 @@ void WriteAll(int fd, const char* text) {
 }  // namespace
 
 SpawnedProcess SpawnProcess(const std::string& path, const std::vector<std::string>& argv,
-                            const std::vector<std::string>& env, int stdin_fd, const SignalChannel& signals) {
+                            const std::vector<std::string>& env, int stdin_fd, const SignalChannel& signals, int cpu) {
   Pipe out = MakePipe();
   Pipe err = MakePipe();
   std::vector<char*> c_argv = CStrings(argv);
@@ -76,7 +83,8 @@ SpawnedProcess SpawnProcess(const std::string& path, const std::vector<std::stri
   pid_t pid = ::fork();
   if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
   if (pid == 0) {
-    ExecChild(parent, path.c_str(), c_argv.data(), c_env.data(), stdin_fd, out.write.get(), err.write.get(), signals);
+    ExecChild(parent, path.c_str(), c_argv.data(), c_env.data(), stdin_fd, out.write.get(), err.write.get(), signals,
+              cpu);
   }
   // Also set the group from this side: a signal sent to -pid right after fork must not miss a child that has not
   // run setpgid yet. EACCES (the child already exec'd) means the child did it itself.

@@ -22,7 +22,9 @@ struct SpawnedProcess {
 // ranks once, through tern-run, rather than twice. It is also killed if tern-run dies, so a SIGKILLed launcher
 // leaves no orphaned ranks holding ports. If exec fails, the child reports why on its stderr and exits 127
 // (not found) or 126 (not executable), as a shell would. Throws std::system_error if the fork itself fails.
+// cpu >= 0 binds the child to that CPU before exec (a failure to bind is reported on its stderr, not fatal).
 SpawnedProcess SpawnProcess(const std::string& path, const std::vector<std::string>& argv,
-                            const std::vector<std::string>& env, int stdin_fd, const SignalChannel& signals);
+                            const std::vector<std::string>& env, int stdin_fd, const SignalChannel& signals,
+                            int cpu = -1);
 
 }  // namespace tern::run

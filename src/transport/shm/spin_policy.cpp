@@ -1,6 +1,7 @@
 #include "transport/shm/spin_policy.hpp"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -8,10 +9,18 @@ namespace tern::shm {
 
 namespace {
 
+// CPUs the node's ranks share. A rank bound to a single CPU was almost certainly placed by a launcher that binds
+// one rank per CPU (tern-run --bind-to core, mpirun --bind-to core): its peers run on the other CPUs, so the
+// machine's online count is the right figure, not its own mask of one (which would make every wait a short spin
+// and a 30 us futex sleep).
 int usableCpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  int own = 0;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) own = CPU_COUNT(&set);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (own == 1 && online > 1) return static_cast<int>(online);
+  if (own > 0) return own;
   unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
 }
