@@ -25,10 +25,11 @@
 # Flat rings: a ring allreduce sends 2(n-1) blocks of N/n over every ring edge, 1.5 N for n = 4. (b) crosses the
 # link once each way (edges 1->2, 3->0): 1.5 N per direction, time 1.5 N / B, so hier should be 1.5x faster.
 # (c) 0->1->2->3->0 crosses the link on every edge, two edges per direction: 3 N per direction, 3x slower.
-# (If the communicator orders rings by node, as the planner's topologyRingOrder does, (c) becomes (b).)
+# By default tern orders rings by node (the planner's topologyRingOrder), which turns (c) into (b); (b) and (c) run
+# with TERN_RING_ORDER=rank, the flat rank-order ring of a topology-blind library.
 #
 # Usage: perf/cluster/hier_vs_ring.sh [BIN_DIR]      (BIN_DIR: the build's bin directory, default build/bin)
-# Environment: SIZE (64M), ITERS (5), WARMUP (1), ROUNDS (1: every configuration once per round, best round kept),
+# Environment: SIZE (64M), ITERS (5), WARMUP (1), ROUNDS (2: every configuration once per round, best round kept),
 #   RATE (1gbit), PERF_RT (10: ranks run SCHED_FIFO 10, see tnc_launch --rt; 0: normal priority), PERF_LOG (full
 #   output; default a temporary file, printed on failure).
 # Needs root, ip and tc (exits 77 with "SKIPPED: ..." otherwise). Exit: 0 targets met, 1 a target missed, 2 a run
@@ -39,7 +40,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster_perf_lib.sh"
 SIZE=${SIZE:-64M}
 ITERS=${ITERS:-5}
 WARMUP=${WARMUP:-1}
-ROUNDS=${ROUNDS:-1}
+ROUNDS=${ROUNDS:-2}
 RATE=${RATE:-1gbit}
 
 tnc_up hier 2 "$RATE" || exit $?
@@ -51,8 +52,8 @@ perf_args=(-b "$SIZE" -e "$SIZE" -n "$ITERS" -w "$WARMUP" -c 0 -d float -o sum)
 # name : launch options : extra perf options
 configs=(
   "auto|-p 2|"
-  "ring-block|-p 2|-A ring"
-  "ring-alt|-p 2 --order cyclic|-A ring"
+  "ring-block|-p 2 -x TERN_RING_ORDER=rank|-A ring"
+  "ring-alt|-p 2 --order cyclic -x TERN_RING_ORDER=rank|-A ring"
   "hier|-p 2|-A hier"
   "auto-1pn|-p 1|"
   "ring-1pn|-p 1|-A ring"

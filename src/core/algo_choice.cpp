@@ -179,6 +179,12 @@ std::shared_ptr<const planner::Planner> makeCommPlanner(int nranks, const std::v
   config.intra = shmTransport ? planner::IntraTransport::kShm : planner::IntraTransport::kLoopback;
   config.params = planner::processCostParams();
   if (knobs().chunkBytes > 0) config.pipelineChunkBytes = static_cast<size_t>(knobs().chunkBytes);
+  // TERN_RING_ORDER=rank: the naive flat order a topology-blind library uses (for comparisons, or when the host
+  // grouping is wrong); the model then prices the rings that will really run.
+  if (knobs().ringOrderByRank) {
+    config.ringOrder.resize(static_cast<size_t>(nranks));
+    for (int r = 0; r < nranks; ++r) config.ringOrder[static_cast<size_t>(r)] = r;
+  }
   return std::make_shared<const planner::Planner>(std::move(config));
 }
 

@@ -1,5 +1,6 @@
 #include "core/env.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -40,6 +41,12 @@ const Knobs& knobs() {
     x.hostId = envString("HOSTID").value_or("");
     x.shmDisable = envFlag("SHM_DISABLE", false);
     x.chunkBytes = envInt("CHUNK_BYTES", 0);
+    const std::string order = envString("RING_ORDER").value_or("topology");
+    if (order != "topology" && order != "rank") {
+      std::fprintf(stderr, "tern: TERN_RING_ORDER must be 'topology' or 'rank', got '%s'; using topology\n",
+                   order.c_str());
+    }
+    x.ringOrderByRank = order == "rank";
     x.compress = envString("COMPRESS").value_or("");
     x.compressMinBytes = envInt("COMPRESS_MIN_BYTES", 64 * 1024);
     return x;

@@ -13,19 +13,20 @@ long envInt(const char* nameWithoutPrefix, long fallback);
 bool envFlag(const char* nameWithoutPrefix, bool fallback);
 
 struct Knobs {
-  std::string debugLevel;     // TERN_DEBUG: WARN | INFO | TRACE (default: errors and warnings only)
-  std::string debugSubsys;    // TERN_DEBUG_SUBSYS: comma list (INIT,NET,COLL,ALL), ^ to exclude
-  std::string debugFile;      // TERN_DEBUG_FILE: path with %h host and %p pid
-  int timeoutSec;             // TERN_TIMEOUT: every wait, seconds (default 300)
-  int nSocketsPerPeer;        // TERN_NSOCKS: TCP sockets per peer (default 2)
-  std::string socketIfname;   // TERN_SOCKET_IFNAME: NCCL syntax (prefix list, ^ exclude, = exact)
-  std::string transport;      // TERN_TRANSPORT: tcp | inproc (default tcp)
-  std::string algo;           // TERN_ALGO
-  std::string hostId;         // TERN_HOSTID: overrides hostname + boot id
-  bool shmDisable;            // TERN_SHM_DISABLE
-  long chunkBytes;            // TERN_CHUNK_BYTES: pipeline chunk (0 = per transport default)
-  std::string compress;       // TERN_COMPRESS: default codec for float allreduces (sign, qsgd:4, topk:0.01, bf16)
-  long compressMinBytes;      // TERN_COMPRESS_MIN_BYTES: smaller allreduces are not compressed (default 64 KiB)
+  std::string debugLevel;    // TERN_DEBUG: WARN | INFO | TRACE (default: errors and warnings only)
+  std::string debugSubsys;   // TERN_DEBUG_SUBSYS: comma list (INIT,NET,COLL,ALL), ^ to exclude
+  std::string debugFile;     // TERN_DEBUG_FILE: path with %h host and %p pid
+  int timeoutSec;            // TERN_TIMEOUT: every wait, seconds (default 300)
+  int nSocketsPerPeer;       // TERN_NSOCKS: TCP sockets per peer (default 2)
+  std::string socketIfname;  // TERN_SOCKET_IFNAME: NCCL syntax (prefix list, ^ exclude, = exact)
+  std::string transport;     // TERN_TRANSPORT: tcp | inproc (default tcp)
+  std::string algo;          // TERN_ALGO
+  std::string hostId;        // TERN_HOSTID: overrides hostname + boot id
+  bool shmDisable;           // TERN_SHM_DISABLE
+  long chunkBytes;           // TERN_CHUNK_BYTES: pipeline chunk (0 = per transport default)
+  bool ringOrderByRank;      // TERN_RING_ORDER=rank: rings/trees follow rank order (default topology: by host)
+  std::string compress;      // TERN_COMPRESS: default codec for float allreduces (sign, qsgd:4, topk:0.01, bf16)
+  long compressMinBytes;     // TERN_COMPRESS_MIN_BYTES: smaller allreduces are not compressed (default 64 KiB)
 };
 
 const Knobs& knobs();

@@ -249,9 +249,10 @@ void TcpTransport::checkHeader(const Channel& c, const Part& p) const {
                static_cast<unsigned long long>(want.totalBytes));
   }
   if (got.sequence != want.sequence || got.part != want.part || got.partBytes != want.partBytes) {
-    throwError(ternInternalError, "rank %d: stream from rank %d out of step (message %llu part %u, expected %llu part %u)",
-               rank_, c.peer, static_cast<unsigned long long>(got.sequence), got.part,
-               static_cast<unsigned long long>(want.sequence), want.part);
+    throwError(ternInternalError,
+               "rank %d: stream from rank %d out of step (message %llu part %u, expected %llu part %u)", rank_, c.peer,
+               static_cast<unsigned long long>(got.sequence), got.part, static_cast<unsigned long long>(want.sequence),
+               want.part);
   }
 }
 
