@@ -13,8 +13,18 @@ namespace compress {
 class Codec;
 }  // namespace compress
 
-enum class Collective { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAlltoAll, kAlltoAllv,
-                        kPointToPoint, kBarrier, kCount };
+enum class Collective {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAlltoAll,
+  kAlltoAllv,
+  kPointToPoint,
+  kBarrier,
+  kCount
+};
 
 const char* collectiveName(Collective c);
 
@@ -53,6 +63,9 @@ struct BuildOptions {
   std::vector<int> hostOf;
   // Compressed collectives: the codec whose payload sizes the schedule is laid out for.
   const compress::Codec* codec = nullptr;
+  // Compressed two-phase allreduce: the tensor is processed in pieces of this many input bytes (as fp32), each a
+  // complete two-phase exchange, so that encoding piece k+1 overlaps the wire time of piece k.
+  size_t compressedPieceBytes = 4 * 1024 * 1024;
 };
 
 }  // namespace tern

@@ -1,5 +1,7 @@
 #include "algorithms/compressed.hpp"
 
+#include <algorithm>
+
 #include "compress/codec.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -31,33 +33,38 @@ struct FloatTarget {
   bool needsCast;
 };
 
-}  // namespace
+// Elements per piece of the pipelined two-phase allreduce (at least one element per rank, so no chunk is empty
+// unless the whole tensor is smaller than the rank count).
+size_t twoPhasePieceElems(size_t count, int n, const BuildOptions& options) {
+  size_t piece = std::max<size_t>(options.compressedPieceBytes / sizeof(float), static_cast<size_t>(n));
+  return std::min(piece, std::max<size_t>(count, 1));
+}
 
-Schedule buildCompressedTwoPhaseAllReduce(const CollArgs& args, int rank, int n, const BuildOptions& options) {
-  const compress::Codec& codec = *options.codec;
-  ScheduleBuilder b("compressed_2phase");
-  size_t count = args.count, e = dataTypeSize(args.dtype);
-  ScratchLayout scratch;
-  bool fp32Out = args.dtype == ternFloat32;
-  std::vector<Span> sendPayload(n), gathered(n);
+// One piece [base, base + count) of the two-phase allreduce. Chunk c of the piece (its elements split evenly over the
+// ranks) is owned by rank c. `full` is the fp32 result of the whole tensor (the output itself for fp32).
+void emitTwoPhasePiece(ScheduleBuilder& b, ScratchLayout& scratch, const compress::Codec& codec, const CollArgs& args,
+                       int rank, int n, size_t base, size_t count, Span full) {
+  const size_t e = dataTypeSize(args.dtype);
+  const bool fp32Out = args.dtype == ternFloat32;
+  std::vector<Span> sendPayload(n), gathered(n), recvPayload(n);
   std::vector<size_t> payload(n);
   for (int c = 0; c < n; ++c) {
     size_t len = chunkOffset(count, n, c + 1) - chunkOffset(count, n, c);
     payload[c] = codec.payloadBytes(len);
     sendPayload[c] = scratch.take(payload[c]);
   }
-  size_t myOff = chunkOffset(count, n, rank), myLen = chunkOffset(count, n, rank + 1) - myOff;
-  std::vector<Span> recvPayload(n);
+  const size_t myOff = chunkOffset(count, n, rank), myLen = chunkOffset(count, n, rank + 1) - myOff;
   for (int p = 0; p < n; ++p) recvPayload[p] = p == rank ? sendPayload[rank] : scratch.take(payload[rank]);
   Span acc = scratch.take(myLen * sizeof(float));
   Span reduced = scratch.take(payload[rank]);
   for (int c = 0; c < n; ++c) gathered[c] = c == rank ? reduced : scratch.take(payload[c]);
-  Span full = fp32Out ? outputSpan(0, count * 4) : scratch.take(count * sizeof(float));
 
-  // Phase 1: encode every chunk (worker error feedback) and send chunk c to rank c.
+  // Phase 1: encode every chunk (worker error feedback) and send chunk c to rank c; the own chunk first, so that
+  // its decode can start as soon as the peers' payloads arrive.
   std::vector<uint32_t> encoded(n);
-  for (int c = 0; c < n; ++c) {
-    size_t off = chunkOffset(count, n, c), len = chunkOffset(count, n, c + 1) - off;
+  for (int k = 0; k < n; ++k) {
+    const int c = (rank + k) % n;
+    size_t off = base + chunkOffset(count, n, c), len = chunkOffset(count, n, c + 1) - chunkOffset(count, n, c);
     encoded[c] = b.encode(sendPayload[c], inputSpan(off * e, len * e), off, len, 0);
   }
   std::vector<uint32_t> received(n);
@@ -76,7 +83,7 @@ Schedule buildCompressedTwoPhaseAllReduce(const CollArgs& args, int rank, int n,
   }
   if (args.op == ternAvg) last = b.finalize(acc, {last});
   // Phase 2: re-encode the sum (server error feedback) and gather every chunk's payload.
-  uint32_t reencoded = b.encode(reduced, acc, myOff, myLen, 1, {last});
+  uint32_t reencoded = b.encode(reduced, acc, base + myOff, myLen, 1, {last});
   std::vector<uint32_t> got(n);
   for (int k = 1; k < n; ++k) {
     int to = (rank + k) % n, from = (rank - k + n) % n;
@@ -84,11 +91,30 @@ Schedule buildCompressedTwoPhaseAllReduce(const CollArgs& args, int rank, int n,
     got[from] = b.recv(from, gathered[from]);
   }
   got[rank] = reencoded;
-  for (int c = 0; c < n; ++c) {
-    size_t off = chunkOffset(count, n, c), len = chunkOffset(count, n, c + 1) - off;
+  for (int k = 0; k < n; ++k) {
+    const int c = (rank - k + n) % n;  // in arrival order
+    size_t off = base + chunkOffset(count, n, c), len = chunkOffset(count, n, c + 1) - chunkOffset(count, n, c);
     Span dst{full.buffer, full.offset + off * 4, len * 4};
     uint32_t d = b.decode(dst, gathered[c], len, false, {got[c]});
     if (!fp32Out) b.cast(outputSpan(off * e, len * e), dst, len, {d});
+  }
+}
+
+}  // namespace
+
+Schedule buildCompressedTwoPhaseAllReduce(const CollArgs& args, int rank, int n, const BuildOptions& options) {
+  const compress::Codec& codec = *options.codec;
+  ScheduleBuilder b("compressed_2phase");
+  ScratchLayout scratch;
+  const size_t count = args.count;
+  Span full = args.dtype == ternFloat32 ? outputSpan(0, count * 4) : scratch.take(count * sizeof(float));
+  // Pieces are emitted in order and the executor runs ready local steps lowest index first, so piece k+1 is encoded
+  // while piece k's payloads are on the wire. Error feedback and scales follow the element offsets, so the result
+  // is the same whatever the interleaving.
+  const size_t piece = twoPhasePieceElems(count, n, options);
+  for (size_t base = 0; base < count || (count == 0 && base == 0); base += piece) {
+    emitTwoPhasePiece(b, scratch, codec, args, rank, n, base, std::min(piece, count - base), full);
+    if (count == 0) break;
   }
   b.needScratch(scratch.total());
   return b.take();
@@ -144,7 +170,7 @@ Schedule buildCompressedAllGather(const CollArgs& args, int rank, int n, const B
   bool first = true;
   for (int p = 0; p < n; ++p) {
     Span dst = args.dtype == ternFloat32 ? outputSpan(p * count * 4, count * 4) : tmp;
-    std::vector<uint32_t> deps{have[p], have[rank]};  // in place, block `rank` is the input
+    std::vector<uint32_t> deps{have[p], have[rank]};                // in place, block `rank` is the input
     if (!first && args.dtype != ternFloat32) deps.push_back(prev);  // tmp is reused
     uint32_t d = b.decode(dst, payloads[p], count, false, deps);
     prev = args.dtype == ternFloat32 ? d : b.cast(outputSpan(p * count * e, count * e), tmp, count, {d});
@@ -166,8 +192,8 @@ Schedule buildCompressedReduceScatter(const CollArgs& args, int rank, int n, con
   Span acc = fp32Out ? outputSpan(0, count * 4) : scratch.take(count * sizeof(float));
   std::vector<uint32_t> encoded(n), received(n);
   for (int c = 0; c < n; ++c) {
-    encoded[c] = b.encode(sendPayload[c], inputSpan(c * count * e, count * e), static_cast<uint64_t>(c) * count,
-                          count, 0);
+    encoded[c] =
+        b.encode(sendPayload[c], inputSpan(c * count * e, count * e), static_cast<uint64_t>(c) * count, count, 0);
   }
   for (int k = 1; k < n; ++k) {
     int to = (rank + k) % n, from = (rank - k + n) % n;

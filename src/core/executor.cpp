@@ -1,6 +1,8 @@
 #include "core/executor.hpp"
 
 #include <cstring>
+#include <functional>
+#include <queue>
 #include <vector>
 
 #include "compress/codec.hpp"
@@ -12,6 +14,16 @@
 namespace tern {
 
 namespace {
+
+// Local steps at least this large are followed by a non-blocking transport progress call (see drainLocal).
+constexpr size_t kProgressAfterBytes = 64 * 1024;
+
+size_t localWorkBytes(const Step& st) {
+  if (st.kind == StepKind::kEncode || st.kind == StepKind::kDecode || st.kind == StepKind::kCast) {
+    return st.elements * sizeof(float);
+  }
+  return st.dst.bytes;
+}
 
 // fp32 accumulator -> the collective's output type (compressed collectives on fp16/bf16 tensors).
 void castFromFloat(void* dst, const float* src, size_t n, ternDataType_t dt) {
@@ -33,8 +45,17 @@ void castFromFloat(void* dst, const float* src, size_t n, ternDataType_t dt) {
 class Run {
  public:
   Run(const Schedule& s, const ExecBuffers& b, const ExecContext& ctx)
-      : s_(s), b_(b), ctx_(ctx), n_(s.steps.size()), remaining_(n_), dependents_(n_), transfers_(n_),
-        sendQueues_(ctx.nranks), recvQueues_(ctx.nranks), sendHead_(ctx.nranks, 0), recvHead_(ctx.nranks, 0),
+      : s_(s),
+        b_(b),
+        ctx_(ctx),
+        n_(s.steps.size()),
+        remaining_(n_),
+        dependents_(n_),
+        transfers_(n_),
+        sendQueues_(ctx.nranks),
+        recvQueues_(ctx.nranks),
+        sendHead_(ctx.nranks, 0),
+        recvHead_(ctx.nranks, 0),
         ready_(n_, false) {
     for (size_t i = 0; i < n_; ++i) {
       const Step& st = s_.steps[i];
@@ -55,8 +76,8 @@ class Run {
         throwError(ternRemoteError, "rank %d: %s aborted", ctx_.rank, ctx_.what);
       }
       if (Clock::now() > ctx_.deadline) {
-        throwError(ternTimeout, "rank %d: %s timed out (TERN_TIMEOUT) with %zu of %zu steps done", ctx_.rank,
-                   ctx_.what, completed_, n_);
+        throwError(ternTimeout, "rank %d: %s timed out (TERN_TIMEOUT) with %zu of %zu steps done", ctx_.rank, ctx_.what,
+                   completed_, n_);
       }
       if (inFlight_.empty()) {
         throwError(ternInternalError, "rank %d: %s schedule '%s' is stuck (%zu of %zu steps done)", ctx_.rank,
@@ -93,7 +114,7 @@ class Run {
     } else if (st.kind == StepKind::kRecv) {
       postQueue(recvQueues_[st.peer], recvHead_[st.peer], false);
     } else {
-      local_.push_back(i);
+      local_.push(i);
     }
   }
 
@@ -128,11 +149,10 @@ class Run {
         compress::EncodeContext ec{ctx_.seed, ctx_.step, st.elementOffset};
         compress::ErrorFeedback* ef = ctx_.feedback[st.slot];
         if (ef != nullptr) {
-          ef->encode(*ctx_.codec, ptr(st.src), st.slot == 0 ? ctx_.inputDtype : ternFloat32, st.elements,
-                     ptr(st.dst), ec);
+          ef->encode(*ctx_.codec, ptr(st.src), st.slot == 0 ? ctx_.inputDtype : ternFloat32, st.elements, ptr(st.dst),
+                     ec);
         } else {
-          ctx_.codec->encode(ptr(st.src), st.slot == 0 ? ctx_.inputDtype : ternFloat32, st.elements, ptr(st.dst),
-                             ec);
+          ctx_.codec->encode(ptr(st.src), st.slot == 0 ? ctx_.inputDtype : ternFloat32, st.elements, ptr(st.dst), ec);
         }
         break;
       }
@@ -157,10 +177,15 @@ class Run {
 
   void drainLocal() {
     while (!local_.empty()) {
-      uint32_t i = local_.back();
-      local_.pop_back();
+      uint32_t i = local_.top();
+      local_.pop();
       runLocal(i);
       complete(i);
+      // Posted sends only move when the transport is progressed: after a long local step (a codec pass, a large
+      // reduction), push the wire along before the next one, so computation overlaps communication.
+      if (!local_.empty() && !inFlight_.empty() && localWorkBytes(s_.steps[i]) >= kProgressAfterBytes) {
+        if (ctx_.transport->progress(0) > 0) reapTransfers();
+      }
     }
   }
 
@@ -189,7 +214,9 @@ class Run {
   std::vector<std::vector<uint32_t>> sendQueues_, recvQueues_;
   std::vector<size_t> sendHead_, recvHead_;
   std::vector<bool> ready_;
-  std::vector<uint32_t> local_;
+  // Ready local steps, lowest index first: builders emit steps in the order they want them run (a pipelined
+  // schedule's piece k before piece k+1), and the sends of early pieces become ready first.
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> local_;
   std::vector<uint32_t> inFlight_;
 };
 

@@ -39,25 +39,34 @@ struct TwoPhaseReference {
   int n;
   size_t count;
   TwoPhaseReference(const std::string& spec, int ranks, size_t cnt)
-      : codec(compress::makeCodec(spec)), worker(ranks, compress::ErrorFeedback(cnt)),
-        server(ranks, compress::ErrorFeedback(cnt)), n(ranks), count(cnt) {}
+      : codec(compress::makeCodec(spec)),
+        worker(ranks, compress::ErrorFeedback(cnt)),
+        server(ranks, compress::ErrorFeedback(cnt)),
+        n(ranks),
+        count(cnt) {}
+  // The library cuts the tensor into pieces of kPieceElems (BuildOptions::compressedPieceBytes, 4 MiB of fp32) and
+  // runs the two-phase exchange on each; chunk c of a piece belongs to rank c.
+  static constexpr size_t kPieceElems = (size_t{4} << 20) / sizeof(float);
   std::vector<float> step(const std::vector<std::vector<float>>& in, uint64_t stepIndex, bool avg) {
-    auto off = [&](int c) { return count * static_cast<size_t>(c) / static_cast<size_t>(n); };
     std::vector<float> out(count, 0.0f);
-    for (int c = 0; c < n; ++c) {
-      size_t o = off(c), len = off(c + 1) - o;
-      std::vector<float> acc(len, 0.0f);
-      for (int p = 0; p < n; ++p) {
-        std::vector<uint8_t> payload(codec->payloadBytes(len));
-        worker[p].encode(*codec, in[p].data() + o, ternFloat32, len, payload.data(), {kSeed, stepIndex, o});
-        codec->decode(payload.data(), payload.size(), len, acc.data(), p > 0);
+    for (size_t base = 0; base < count; base += kPieceElems) {
+      const size_t pieceCount = std::min(kPieceElems, count - base);
+      auto off = [&](int c) { return base + pieceCount * static_cast<size_t>(c) / static_cast<size_t>(n); };
+      for (int c = 0; c < n; ++c) {
+        size_t o = off(c), len = off(c + 1) - o;
+        std::vector<float> acc(len, 0.0f);
+        for (int p = 0; p < n; ++p) {
+          std::vector<uint8_t> payload(codec->payloadBytes(len));
+          worker[p].encode(*codec, in[p].data() + o, ternFloat32, len, payload.data(), {kSeed, stepIndex, o});
+          codec->decode(payload.data(), payload.size(), len, acc.data(), p > 0);
+        }
+        if (avg) {
+          for (auto& v : acc) v = v / static_cast<float>(n);
+        }
+        std::vector<uint8_t> reduced(codec->payloadBytes(len));
+        server[c].encode(*codec, acc.data(), ternFloat32, len, reduced.data(), {kSeed, stepIndex, o});
+        codec->decode(reduced.data(), reduced.size(), len, out.data() + o, false);
       }
-      if (avg) {
-        for (auto& v : acc) v = v / static_cast<float>(n);
-      }
-      std::vector<uint8_t> reduced(codec->payloadBytes(len));
-      server[c].encode(*codec, acc.data(), ternFloat32, len, reduced.data(), {kSeed, stepIndex, o});
-      codec->decode(reduced.data(), reduced.size(), len, out.data() + o, false);
     }
     return out;
   }
@@ -77,10 +86,7 @@ struct TwoPhaseReference {
 
 class CompressedAllReduce : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
-TEST_P(CompressedAllReduce, MatchesTheReferencePipelineOnEveryRankOverSteps) {
-  auto [spec, n] = GetParam();
-  const size_t count = 10007;
-  const int steps = 3;
+void checkAgainstReference(const std::string& spec, int n, size_t count, int steps) {
   bool sparse = spec.rfind("topk", 0) == 0;
   for (bool avg : {false, true}) {
     TwoPhaseReference ref(spec, n, count);
@@ -108,6 +114,18 @@ TEST_P(CompressedAllReduce, MatchesTheReferencePipelineOnEveryRankOverSteps) {
             << spec << " n=" << n << " step " << s << " rank " << r << (avg ? " avg" : " sum");
       }
     }
+  }
+}
+
+TEST_P(CompressedAllReduce, MatchesTheReferencePipelineOnEveryRankOverSteps) {
+  auto [spec, n] = GetParam();
+  checkAgainstReference(spec, n, 10007, 3);
+}
+
+// Larger than one pipeline piece: the pieces' chunks, scales and residuals line up with the reference's.
+TEST(CompressedAllReducePieces, SeveralPiecesMatchTheReference) {
+  for (const char* spec : {"sign", "qsgd:4", "bf16"}) {
+    for (int n : {2, 3}) checkAgainstReference(spec, n, 2 * TwoPhaseReference::kPieceElems + 4097, 2);
   }
 }
 
