@@ -98,7 +98,8 @@ void serveRoot(Fd listener, Secret secret, int expected, int timeoutSec) {
                    deadline);
         continue;
       }
-      bool duplicate = std::any_of(joins.begin(), joins.end(), [&](const JoinMessage& j) { return j.rank == msg.rank; });
+      bool duplicate =
+          std::any_of(joins.begin(), joins.end(), [&](const JoinMessage& j) { return j.rank == msg.rank; });
       if (duplicate) {
         rejectJoin(conn.get(), ternInvalidArgument, format("rank %d joined twice", msg.rank), deadline);
         continue;

@@ -22,6 +22,9 @@ namespace tern {
 
 namespace {
 
+// Distinct call shapes whose algorithm decisions a communicator remembers (Communicator::choose).
+constexpr size_t kChoiceCacheEntries = 1024;
+
 bool isFatal(ternResult_t code) { return code != ternInvalidArgument; }
 
 std::string cacheKey(const CollArgs& a, const std::string& algo) {
@@ -115,7 +118,8 @@ Communicator::~Communicator() {
 }
 
 void Communicator::exitCall() {
-  if (activeCalls_.fetch_sub(1) == 1) {
+  // Only abort() waits for calls to leave (it sets aborted_ before it waits, and checks the count under the lock).
+  if (activeCalls_.fetch_sub(1) == 1 && aborted_.load()) {
     std::lock_guard<std::mutex> lock(callsMutex_);
     callsChanged_.notify_all();
   }
@@ -160,12 +164,10 @@ void Communicator::workerLoop() {
 }
 
 void Communicator::execute(Operation& op) {
-  {
+  if (failed_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(errorMutex_);
-    if (failed_) {
-      op.finish(failure_, format("rank %d: communicator failed earlier: %s", rank_, lastError_.c_str()));
-      return;
-    }
+    op.finish(failure_, format("rank %d: communicator failed earlier: %s", rank_, lastError_.c_str()));
+    return;
   }
   try {
     if (op.args.coll == Collective::kPointToPoint) {
@@ -254,7 +256,21 @@ DirectOption Communicator::directOption(const CollArgs& args) {
 }
 
 Choice Communicator::choose(const CollArgs& args) {
-  return chooseWithDirect(args, choiceContext(), algoOverride_, directOption(args));
+  // AlltoAllv and point-to-point groups are shaped by more than a count: never cached (and never direct).
+  const bool cacheable = args.sendCounts.empty() && args.recvCounts.empty() && args.p2p.empty();
+  if (!cacheable) return chooseWithDirect(args, choiceContext(), algoOverride_, directOption(args));
+  const ChoiceKey key{static_cast<int>(args.coll), args.count, static_cast<int>(args.dtype),
+                      static_cast<int>(args.op),   args.root,  args.inPlace};
+  {
+    std::lock_guard<std::mutex> lock(choiceMutex_);
+    auto it = choiceCache_.find(key);
+    if (it != choiceCache_.end()) return it->second;
+  }
+  Choice choice = chooseWithDirect(args, choiceContext(), algoOverride_, directOption(args));
+  std::lock_guard<std::mutex> lock(choiceMutex_);
+  if (choiceCache_.size() >= kChoiceCacheEntries) choiceCache_.clear();  // a sweep over many sizes: start over
+  choiceCache_.emplace(key, choice);
+  return choice;
 }
 
 double Communicator::predictSeconds(const CollArgs& args, const Choice& choice) {
@@ -265,7 +281,8 @@ std::string Communicator::algorithmFor(const CollArgs& args) { return choose(arg
 
 std::shared_ptr<const Schedule> Communicator::scheduleFor(const CollArgs& args) {
   // A schedule algorithm: when the direct path won, runCollective tried it first and it declined this call.
-  std::string algo = chooseAlgorithm(args, choiceContext(), algoOverride_).name;
+  const Choice chosen = choose(args);
+  std::string algo = chosen.direct ? chooseAlgorithm(args, choiceContext(), algoOverride_).name : chosen.name;
   std::string key = cacheKey(args, algo);
   auto it = scheduleCache_.find(key);
   if (it != scheduleCache_.end()) return it->second;
@@ -358,7 +375,7 @@ void Communicator::runCollective(Operation& op) {
   ctx.op = op.args.op;
   ctx.nranks = nranks_;
   ctx.rank = rank_;
-  ctx.deadline = Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+  ctx.deadline = coarseNow() + std::chrono::milliseconds(options_.timeoutMs);
   ctx.abortFlag = &aborted_;
   ctx.what = collectiveName(op.args.coll);
   if (intraNode_ && choose(op.args).direct && intraNode_->tryRun(op, ctx)) return;

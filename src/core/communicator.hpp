@@ -114,13 +114,18 @@ class Communicator {
   std::thread worker_;
 
   std::mutex errorMutex_;
-  bool failed_ = false;
+  std::atomic<bool> failed_{false};  // written under errorMutex_; read without it on the call path
   ternResult_t failure_ = ternSuccess;
   std::string lastError_;
 
   std::map<std::tuple<const void*, size_t, int>, std::unique_ptr<Compressor>> defaultCompressors_;
   std::shared_ptr<const planner::Planner> planner_;
   AlgoOverride algoOverride_;  // TERN_ALGO / config.algo, parsed once
+  // choose()'s decisions by call shape: pricing the candidates costs microseconds, a small collective's whole
+  // budget. The decision depends on nothing else (the cost model and topology are fixed for the communicator).
+  using ChoiceKey = std::tuple<int, size_t, int, int, int, bool>;  // collective, count, dtype, op, root, in place
+  std::map<ChoiceKey, Choice> choiceCache_;
+  std::mutex choiceMutex_;
 
   std::atomic<int> activeCalls_{0};
   std::mutex callsMutex_;

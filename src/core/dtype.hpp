@@ -33,8 +33,8 @@ inline size_t dataTypeSize(ternDataType_t dt) {
 }
 
 inline const char* dataTypeName(ternDataType_t dt) {
-  static const char* names[] = {"int8",  "uint8",   "int32",   "uint32", "int64",
-                                "uint64", "half",   "float",   "double", "bfloat16"};
+  static const char* names[] = {"int8",   "uint8", "int32", "uint32", "int64",
+                                "uint64", "half",  "float", "double", "bfloat16"};
   return validDataType(dt) ? names[dt] : "invalid";
 }
 

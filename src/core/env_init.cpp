@@ -39,7 +39,8 @@ bool readPair(LaunchEnv& e, const char* rankVar, const char* sizeVar, const char
 
 LaunchEnv readLaunchEnv() {
   LaunchEnv e;
-  bool found = readPair(e, "TERN_RANK", "TERN_WORLD_SIZE", "tern-run") || readPair(e, "RANK", "WORLD_SIZE", "torchrun") ||
+  bool found = readPair(e, "TERN_RANK", "TERN_WORLD_SIZE", "tern-run") ||
+               readPair(e, "RANK", "WORLD_SIZE", "torchrun") ||
                readPair(e, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "openmpi") ||
                readPair(e, "PMI_RANK", "PMI_SIZE", "pmi") || readPair(e, "SLURM_PROCID", "SLURM_NTASKS", "slurm");
   if (!found) {
@@ -66,7 +67,8 @@ LaunchEnv readLaunchEnv() {
     } else if (const char* mp = get("MASTER_PORT")) {
       port = toInt("MASTER_PORT", mp) + 1;
     } else {
-      throwError(ternInvalidArgument, "ternCommInitFromEnv: MASTER_ADDR is set but neither MASTER_PORT nor TERN_ROOT_PORT");
+      throwError(ternInvalidArgument,
+                 "ternCommInitFromEnv: MASTER_ADDR is set but neither MASTER_PORT nor TERN_ROOT_PORT");
     }
     root = std::string(m) + ":" + std::to_string(port);
   } else {

@@ -10,10 +10,10 @@ enum class Subsys { kInit, kNet, kColl, kShm, kTopo, kTune, kCompress, kCount };
 bool logEnabled(LogLevel level, Subsys subsys);
 void logLine(LogLevel level, Subsys subsys, int rank, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
 
-#define TERN_LOG(level, subsys, rank, ...)                                                     \
-  do {                                                                                        \
-    if (::tern::logEnabled(::tern::LogLevel::level, ::tern::Subsys::subsys))                  \
-      ::tern::logLine(::tern::LogLevel::level, ::tern::Subsys::subsys, (rank), __VA_ARGS__);  \
+#define TERN_LOG(level, subsys, rank, ...)                                                   \
+  do {                                                                                       \
+    if (::tern::logEnabled(::tern::LogLevel::level, ::tern::Subsys::subsys))                 \
+      ::tern::logLine(::tern::LogLevel::level, ::tern::Subsys::subsys, (rank), __VA_ARGS__); \
   } while (0)
 
 }  // namespace tern

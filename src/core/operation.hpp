@@ -25,7 +25,7 @@ struct Operation {
   const void* input = nullptr;
   void* output = nullptr;
   std::vector<UserTransfer> transfers;  // point-to-point groups
-  Compressor* compressor = nullptr;  // compressed collectives: codec + error feedback (owned by the caller)
+  Compressor* compressor = nullptr;     // compressed collectives: codec + error feedback (owned by the caller)
 
   void finish(ternResult_t r, std::string message) {
     {

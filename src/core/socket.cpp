@@ -11,12 +11,19 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <thread>
 #include <vector>
 
 #include "core/error.hpp"
 
 namespace tern {
+
+Clock::time_point coarseNow() {
+  timespec ts{};
+  if (::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0) return Clock::now();
+  return Clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+}
 
 namespace {
 
@@ -33,8 +40,7 @@ void checkAbort(const std::atomic<bool>* abortFlag, const char* what) {
 }
 
 // Waits until fd is ready for events, the deadline passes (throws ternTimeout) or abort is raised.
-void waitReady(int fd, short events, Clock::time_point deadline, const std::atomic<bool>* abortFlag,
-               const char* what) {
+void waitReady(int fd, short events, Clock::time_point deadline, const std::atomic<bool>* abortFlag, const char* what) {
   for (;;) {
     checkAbort(abortFlag, what);
     if (Clock::now() >= deadline) throwError(ternTimeout, "%s: timed out (TERN_TIMEOUT)", what);
@@ -107,7 +113,8 @@ SocketAddress SocketAddress::parse(const std::string& hostPort) {
     port = hostPort.substr(close + 2);
   } else {
     size_t colon = hostPort.rfind(':');
-    if (colon == std::string::npos) throwError(ternInvalidArgument, "bad address '%s' (expected host:port)", hostPort.c_str());
+    if (colon == std::string::npos)
+      throwError(ternInvalidArgument, "bad address '%s' (expected host:port)", hostPort.c_str());
     host = hostPort.substr(0, colon);
     port = hostPort.substr(colon + 1);
   }
@@ -214,9 +221,8 @@ std::string interfaceNameOf(const SocketAddress& addr) {
   std::string name = "?";
   for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
     if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != addr.family()) continue;
-    if (addr.family() == AF_INET &&
-        reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr ==
-            reinterpret_cast<const sockaddr_in*>(&addr.storage)->sin_addr.s_addr) {
+    if (addr.family() == AF_INET && reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr ==
+                                        reinterpret_cast<const sockaddr_in*>(&addr.storage)->sin_addr.s_addr) {
       name = i->ifa_name;
       break;
     }

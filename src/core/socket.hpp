@@ -15,6 +15,10 @@ namespace tern {
 
 using Clock = std::chrono::steady_clock;
 
+// Clock::now() to within a scheduler tick (CLOCK_MONOTONIC_COARSE, same origin as steady_clock on Linux), at a
+// fraction of the cost: for deadlines measured in seconds that every call computes.
+Clock::time_point coarseNow();
+
 struct SocketAddress {
   sockaddr_storage storage{};
   socklen_t length = 0;
