@@ -61,7 +61,7 @@ run_section() {
   local tag=$1 np=$2 min=$3 max=$4 budget=$5 max_it=$6
   shift 6
   local placement=("$@") plan rep first last iters warm
-  plan=$(cmp_plan "$min" "$max" "$STEPFACTOR" "$budget" "$MIN_ITERS" "$max_it" "$WARMUP")
+  plan=$(cmp_plan "$min" "$max" "$STEPFACTOR" "$budget" "$MIN_ITERS" "$max_it" "$WARMUP") || exit 2
   : >"$results/$tag-tern.log"
   : >"$results/$tag-mpi.log"
   for ((rep = 1; rep <= REPEATS; rep++)); do

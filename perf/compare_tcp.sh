@@ -56,7 +56,7 @@ main() {
   fi
 
   local plan rep first last iters warm
-  plan=$(cmp_plan "$MINBYTES" "$MAXBYTES" "$STEPFACTOR" "$ITER_BYTES" "$MIN_ITERS" "$MAX_ITERS" "$WARMUP")
+  plan=$(cmp_plan "$MINBYTES" "$MAXBYTES" "$STEPFACTOR" "$ITER_BYTES" "$MIN_ITERS" "$MAX_ITERS" "$WARMUP") || exit 2
   : >"$results/tern.log"
   : >"$results/gloo.log"
   for ((rep = 1; rep <= REPEATS; rep++)); do

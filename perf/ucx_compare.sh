@@ -146,7 +146,7 @@ loopback() {
   echo "#"
 
   local plan first last iters warm c
-  plan=$(cmp_plan "$MINBYTES" "$MAXBYTES" "$STEPFACTOR" "$ITER_BYTES" "$MIN_ITERS" "$MAX_ITERS")
+  plan=$(cmp_plan "$MINBYTES" "$MAXBYTES" "$STEPFACTOR" "$ITER_BYTES" "$MIN_ITERS" "$MAX_ITERS") || exit 2
   for c in "${columns[@]}"; do : >"$results/$c.log"; done
   while read -r first last iters warm; do
     for c in "${columns[@]}"; do

@@ -7,6 +7,12 @@
 # Seconds any single tool invocation may run before it is killed; a hung collective must not hang the comparison.
 : "${CMP_TIMEOUT:=900}"
 
+# Stops the script with a message naming it; exit 2 (a tool or argument failed, as the scripts' exit codes promise).
+cmp_die() {
+  echo "$(basename "$0"): $*" >&2
+  exit 2
+}
+
 # Prints a command the way a user would retype it.
 cmp_show_cmd() {
   local out="+" a

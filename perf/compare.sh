@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# tern vs Open MPI vs Gloo allreduce in one invocation: same sizes, same transport, same machine, one table, one PNG.
+#
+#   perf/compare.sh [BUILD_DIR=build]
+#
+# TRANSPORT=tcp (default): tern with shared memory disabled (TERN_SHM_DISABLE=1, so it really goes through TCP),
+#   Open MPI with pml ob1 and the TCP BTL on loopback, Gloo's TCP device on 127.0.0.1.
+# TRANSPORT=shm: tern with shared memory, Open MPI with the vader (shared-memory) BTL. Gloo has no shared-memory
+#   path, so its column reads "n/a (no shm path)" and it is not run.
+# All tools run 2 ranks (NP) of float32 sum allreduce, interleaved size group by size group so each sees the same
+# machine state. The table gives out-of-place busbw per size and tern/MPI, tern/Gloo ratios (other time / tern time,
+# which equals tern busbw / other busbw but stays exact where busbw rounds to 0.00). perf/plot.py draws the three
+# runs, tern with its model prediction dashed, into RESULTS_DIR/compare-TRANSPORT.png.
+# It is a benchmark, not a test: the exit code is 0 whatever the ratios and non-zero only when a tool failed or
+# produced no numbers (a PNG that could not be drawn is reported, not counted as a failure).
+#
+# Environment (defaults in brackets):
+#   TRANSPORT [tcp]   tcp | shm
+#   MINBYTES [1M] MAXBYTES [64M] STEPFACTOR [2]   size sweep (K/M/G suffixes, powers of 1024)
+#   ITER_BYTES [1G] MIN_ITERS [5] MAX_ITERS [200]   iterations per size ~ ITER_BYTES/size, clamped
+#   WARMUP [iters/5, 2..20]   REPEATS [1] (median row per size)   NP [2]
+#   GLOO_ALGO [ring]          ring | ring_chunked | halving_doubling | bcube | opts_ring | opts_bcube
+#   MPI_MCA [tcp: "--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"; shm: "--mca pml ob1 --mca btl
+#            vader,self"]   MPI_ARGS: more mpirun arguments
+#   TERN_RUN TERN_PERF MPI_ALLREDUCE GLOO_ALLREDUCE MPIRUN PYTHON   [BUILD_DIR/bin/..., mpirun, /usr/bin/python3]
+#   TERN_RUN_ARGS TERN_ARGS MPI_DRIVER_ARGS GLOO_ARGS   extra arguments for each tool
+#   RESULTS_DIR [BUILD_DIR/perf-compare/compare-TRANSPORT-DATE]   raw logs, rows, JSON, report.txt, PNG
+#   CMP_TIMEOUT [900]  seconds before a single tool run is killed
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=compare/common.sh
+source "$here/compare/common.sh"
+
+build=$(cmp_resolve_build "${1:-build}")
+TRANSPORT=${TRANSPORT:-tcp}
+MINBYTES=${MINBYTES:-1M} MAXBYTES=${MAXBYTES:-64M} STEPFACTOR=${STEPFACTOR:-2}
+ITER_BYTES=${ITER_BYTES:-1G} MIN_ITERS=${MIN_ITERS:-5} MAX_ITERS=${MAX_ITERS:-200} WARMUP=${WARMUP:-}
+REPEATS=${REPEATS:-1} NP=${NP:-2} GLOO_ALGO=${GLOO_ALGO:-ring}
+TERN_RUN=${TERN_RUN:-$build/bin/tern-run}
+TERN_PERF=${TERN_PERF:-$build/bin/all_reduce_perf}
+MPI_ALLREDUCE=${MPI_ALLREDUCE:-$build/bin/mpi_allreduce}
+GLOO_ALLREDUCE=${GLOO_ALLREDUCE:-$build/bin/gloo_allreduce}
+MPIRUN=${MPIRUN:-mpirun}
+# The system python is the one with matplotlib here; a pyenv python3 first on PATH usually lacks it.
+if [[ -z ${PYTHON:-} ]]; then
+  PYTHON=python3
+  [[ -x /usr/bin/python3 ]] && PYTHON=/usr/bin/python3
+fi
+
+case "$TRANSPORT" in
+  tcp)
+    # btl_tcp_if_include lo keeps MPI on loopback, where tern and Gloo are too.
+    default_mca="--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"
+    tern_env=(-x TERN_SHM_DISABLE=1)
+    transport_text="TCP loopback"
+    ;;
+  shm)
+    default_mca="--mca pml ob1 --mca btl vader,self"
+    tern_env=()
+    transport_text="shared memory"
+    ;;
+  *)
+    echo "compare.sh: TRANSPORT must be tcp or shm, not '$TRANSPORT'" >&2
+    exit 2
+    ;;
+esac
+# Checked here, in this shell, so that cmp_die can stop the script (inside cmp_plan it runs in a subshell).
+cmp_bytes "$MINBYTES" >/dev/null
+cmp_bytes "$MAXBYTES" >/dev/null
+
+read -r -a mpi_mca <<<"${MPI_MCA:-$default_mca}"
+read -r -a mpi_args <<<"${MPI_ARGS:-}"
+read -r -a tern_run_args <<<"${TERN_RUN_ARGS:-}"
+read -r -a tern_args <<<"${TERN_ARGS:-}"
+read -r -a mpi_driver_args <<<"${MPI_DRIVER_ARGS:-}"
+read -r -a gloo_args <<<"${GLOO_ARGS:-}"
+results=${RESULTS_DIR:-$build/perf-compare/compare-$TRANSPORT-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$results" || cmp_die "cannot create $results"
+png=$results/compare-$TRANSPORT.png
+
+# report3 TERN_ROWS MPI_ROWS GLOO_ROWS GLOO_NA : one table of the three tools' out-of-place busbw. Rows files are
+# cmp_parse_nccl output ("size busbw time_us wrong"); GLOO_NA, when not empty, fills the Gloo columns instead.
+report3() {
+  awk -v gloo_na="$4" '
+    function human(b) {
+      if (b >= 1073741824 && b % 1073741824 == 0) return (b / 1073741824) "G"
+      if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) "M"
+      if (b >= 1024 && b % 1024 == 0) return (b / 1024) "K"
+      return b
+    }
+    function fbw(x) { return x == "" ? "-" : sprintf("%.2f", x) }
+    # other time / tern time; busbw ratio as a fallback when a time is missing.
+    function ratio(ot, obw, s) {
+      if (tt[s] != "" && ot != "" && tt[s] > 0) return ot / tt[s]
+      if (tbw[s] != "" && obw != "" && obw > 0) return tbw[s] / obw
+      return ""
+    }
+    function fratio(r) { return r == "" ? "-" : sprintf("%.2fx", r) }
+    function bad(w) { return w ~ /^[0-9]+$/ && w > 0 }
+    FILENAME == ARGV[1] { tt[$1] = $3; tbw[$1] = $2; tw[$1] = $4; seen[$1] = 1; next }
+    FILENAME == ARGV[2] { mt[$1] = $3; mbw[$1] = $2; mw[$1] = $4; seen[$1] = 1; next }
+    { gt[$1] = $3; gbw[$1] = $2; gw[$1] = $4; seen[$1] = 1 }
+    END {
+      n = 0
+      for (s in seen) sizes[++n] = s + 0
+      for (i = 2; i <= n; i++) { v = sizes[i]; for (j = i - 1; j >= 1 && sizes[j] > v; j--) sizes[j + 1] = sizes[j]; sizes[j + 1] = v }
+      gwidth = (gloo_na != "" && length(gloo_na) > 11) ? length(gloo_na) : 11
+      printf "%8s  %11s  %11s  %*s  %9s  %9s\n", "size", "tern busbw", "MPI busbw", gwidth, "Gloo busbw",
+             "tern/MPI", "tern/Gloo"
+      for (k = 1; k <= n; k++) {
+        s = sizes[k]
+        rm = ratio(mt[s], mbw[s], s)
+        rg = gloo_na != "" ? "" : ratio(gt[s], gbw[s], s)
+        if (rm != "") { lm += log(rm); cm++; if (minm == "" || rm < minm) minm = rm }
+        if (rg != "") { lg += log(rg); cg++; if (ming == "" || rg < ming) ming = rg }
+        note = ""
+        if (bad(tw[s])) note = note " tern"
+        if (bad(mw[s])) note = note " MPI"
+        if (bad(gw[s])) note = note " Gloo"
+        note = note == "" ? "" : "  WRONG results:" note
+        printf "%8s  %11s  %11s  %*s  %9s  %9s%s\n", human(s), fbw(tbw[s]), fbw(mbw[s]), gwidth,
+               gloo_na != "" ? gloo_na : fbw(gbw[s]), fratio(rm), gloo_na != "" ? "n/a" : fratio(rg), note
+      }
+      if (cm) printf "tern/MPI:  min %.2fx, geomean %.2fx over %d sizes\n", minm, exp(lm / cm), cm
+      if (cg) printf "tern/Gloo: min %.2fx, geomean %.2fx over %d sizes\n", ming, exp(lg / cg), cg
+    }' "$1" "$2" "$3"
+}
+
+# rows_json ROWS BINARY TRANSPORT ALGO > file : a perf JSON document (the schema of all_reduce_perf -J, out-of-place
+# half only, no prediction) from parsed rows, so plot.py can draw the MPI and Gloo runs next to tern's.
+rows_json() {
+  awk -v bin="$2" -v tr="$3" -v algo="$4" -v np="$NP" '
+    BEGIN { printf "{\"binary\": \"%s\", \"collective\": \"allreduce\", \"compress\": \"\", \"forced_algo\": \"\", " \
+                   "\"nranks\": %d, \"transport\": \"%s\", \"results\": [", bin, np, tr }
+    NF >= 3 {
+      wrong = ($4 ~ /^[0-9]+$/) ? $4 : -1
+      algbw = ($3 > 0) ? $1 / ($3 * 1000) : 0   # bytes per us / 1000 = GB/s
+      printf "%s\n  {\"size\": %d, \"count\": %d, \"type\": \"float\", \"redop\": \"sum\", \"root\": -1, " \
+             "\"algorithm\": \"%s\", \"out_of_place\": {\"time_us\": %s, \"algbw\": %.6g, \"busbw\": %s, " \
+             "\"wrong\": %d}}", sep, $1, $1 / 4, algo, $3, algbw, $2, wrong
+      sep = ","
+    }
+    END { printf "\n]}\n" }' "$1"
+}
+
+# merge_tern_json OUT FILE... : one perf JSON document from the per-group -J files of all_reduce_perf (each size
+# group is a separate launch). With repeats, each size keeps the record with the median out-of-place busbw, the
+# same choice cmp_parse_nccl makes for the table.
+merge_tern_json() {
+  "$PYTHON" - "$@" <<'EOF'
+import json, sys
+out, paths = sys.argv[1], sys.argv[2:]
+meta, by_size = None, {}
+for p in paths:
+    with open(p) as f:
+        doc = json.load(f)
+    if meta is None:
+        meta = {k: v for k, v in doc.items() if k != "results"}
+    for r in doc.get("results", []):
+        by_size.setdefault(r["size"], []).append(r)
+results = []
+for size in sorted(by_size):
+    rs = sorted(by_size[size], key=lambda r: r.get("out_of_place", {}).get("busbw", 0))
+    results.append(rs[(len(rs) - 1) // 2])
+with open(out, "w") as f:
+    json.dump(dict(meta or {}, results=results), f, indent=2)
+    f.write("\n")
+EOF
+}
+
+main() {
+  local failed=0 have_tern=1 have_mpi=1 have_gloo=1 gloo_na="" others="Open MPI vs Gloo ($GLOO_ALGO)"
+  [[ $TRANSPORT == shm ]] && others="Open MPI (Gloo: no shm path)"
+  echo "# compare: tern vs $others allreduce, float32 sum, $NP ranks over $transport_text"
+  cmp_machine_info
+  echo "# sizes:     $MINBYTES..$MAXBYTES x$STEPFACTOR, ~$ITER_BYTES per size ($MIN_ITERS..$MAX_ITERS iterations)," \
+    "repeats=$REPEATS"
+  echo "# mpi:       ${mpi_mca[*]}"
+  echo "# results:   $results"
+  cmp_busy_note "before the runs"
+  echo "#"
+
+  if [[ ! -x $TERN_RUN || ! -x $TERN_PERF ]]; then
+    echo "# tern: $TERN_RUN or $TERN_PERF not built; tern columns will be empty"
+    have_tern=0 failed=1
+  fi
+  if [[ ! -x $MPI_ALLREDUCE ]] || ! command -v "$MPIRUN" >/dev/null; then
+    echo "# mpi: $MPI_ALLREDUCE or $MPIRUN missing (needs libopenmpi-dev, openmpi-bin); MPI columns will be empty"
+    have_mpi=0 failed=1
+  fi
+  if [[ $TRANSPORT == shm ]]; then
+    # Not a failure: there is nothing to compare against.
+    have_gloo=0 gloo_na="n/a (no shm path)"
+  elif [[ ! -x $GLOO_ALLREDUCE ]]; then
+    echo "# gloo: $GLOO_ALLREDUCE not built (needs libgloo-dev); Gloo columns will be empty"
+    have_gloo=0 failed=1
+  fi
+
+  local plan rep first last iters warm
+  plan=$(cmp_plan "$MINBYTES" "$MAXBYTES" "$STEPFACTOR" "$ITER_BYTES" "$MIN_ITERS" "$MAX_ITERS" "$WARMUP") || exit 2
+  : >"$results/tern.log"
+  : >"$results/mpi.log"
+  : >"$results/gloo.log"
+  rm -f "$results"/tern-r*.json
+  for ((rep = 1; rep <= REPEATS; rep++)); do
+    while read -r first last iters warm; do
+      if ((have_tern)); then
+        cmp_run "$results/tern.log" "$TERN_RUN" -n "$NP" "${tern_env[@]}" "${tern_run_args[@]}" "$TERN_PERF" \
+          -b "$first" -e "$last" -f "$STEPFACTOR" -n "$iters" -w "$warm" -d float -o sum \
+          -J "$results/tern-r$rep-$first.json" "${tern_args[@]}" || failed=1
+      fi
+      if ((have_mpi)); then
+        # Open MPI refuses to run as root without --allow-run-as-root; harmless otherwise.
+        cmp_run "$results/mpi.log" "$MPIRUN" --allow-run-as-root --bind-to core -np "$NP" "${mpi_mca[@]}" \
+          "${mpi_args[@]}" "$MPI_ALLREDUCE" -b "$first" -e "$last" -f "$STEPFACTOR" -n "$iters" -w "$warm" \
+          "${mpi_driver_args[@]}" || failed=1
+      fi
+      if ((have_gloo)); then
+        # Each run gets its own key prefix so a half-finished earlier rendezvous can never be joined by mistake.
+        cmp_launch_local "$NP" "$results/gloo.log" "$GLOO_ALLREDUCE" --store "$results/gloo-store" \
+          --prefix "r$rep-$first" --algo "$GLOO_ALGO" -b "$first" -e "$last" -f "$STEPFACTOR" -n "$iters" \
+          -w "$warm" "${gloo_args[@]}" || failed=1
+      fi
+    done <<<"$plan"
+  done
+
+  local tool
+  for tool in tern mpi gloo; do cmp_parse_nccl <"$results/$tool.log" >"$results/$tool.rows"; done
+  ((have_tern)) && [[ ! -s $results/tern.rows ]] && echo "# tern produced no result rows" && failed=1
+  ((have_mpi)) && [[ ! -s $results/mpi.rows ]] && echo "# mpi produced no result rows" && failed=1
+  ((have_gloo)) && [[ ! -s $results/gloo.rows ]] && echo "# gloo produced no result rows" && failed=1
+
+  echo
+  echo "# ===== tern vs $others, $NP ranks, $transport_text: out-of-place busbw in GB/s"
+  echo "# ratio = other time / tern time (= tern busbw / other busbw); > 1 means tern is faster"
+  ((have_gloo)) && echo "# (Gloo allreduces in place, its only mode; tern and MPI are out-of-place)"
+  report3 "$results/tern.rows" "$results/mpi.rows" "$results/gloo.rows" "$gloo_na"
+  cmp_busy_note "after the runs"
+
+  # The PNG: tern's merged -J output (with the model's predictions) plus JSON made from the MPI and Gloo rows.
+  local plot_inputs=() tern_jsons=()
+  shopt -s nullglob
+  tern_jsons=("$results"/tern-r*.json)
+  shopt -u nullglob
+  if ((${#tern_jsons[@]})) && merge_tern_json "$results/tern.json" "${tern_jsons[@]}"; then
+    plot_inputs+=("$results/tern.json")
+  fi
+  if [[ -s $results/mpi.rows ]]; then
+    rows_json "$results/mpi.rows" mpi_allreduce "$TRANSPORT" "" >"$results/mpi.json"
+    plot_inputs+=("$results/mpi.json")
+  fi
+  if [[ -s $results/gloo.rows ]]; then
+    # Filed as out-of-place so it is drawn with the others; the algorithm name says it is really in place.
+    rows_json "$results/gloo.rows" gloo_allreduce "$TRANSPORT" "$GLOO_ALGO in-place" >"$results/gloo.json"
+    plot_inputs+=("$results/gloo.json")
+  fi
+  local title="allreduce busbw, $NP ranks, $transport_text: tern vs $others"
+  if ((${#plot_inputs[@]})); then
+    if "$PYTHON" "$here/plot.py" -o "$png" --title "$title" "${plot_inputs[@]}"; then
+      echo "# plot:      $png"
+    else
+      echo "# plot: perf/plot.py failed (matplotlib missing for $PYTHON?); no PNG"
+    fi
+  fi
+
+  if ((failed)); then
+    echo "# at least one tool failed or was missing; see $results"
+    return 1
+  fi
+  return 0
+}
+
+main 2>&1 | tee "$results/report.txt"
+exit "${PIPESTATUS[0]}"
