@@ -203,6 +203,39 @@ if [[ $have_cluster -eq 1 ]]; then
   check "$CLUSTER_NODES-node $CLUSTER_RATE cluster, sign-compressed" "${cluster_files[1]}"
 fi
 
+# The PNG: measured busbw per configuration, with the calibrated model's prediction (not the perf runs' own
+# uncalibrated predicted_us) as the dashed line: each file's predicted_us is replaced by tern-calc --check's.
+plot_inputs=()
+with_calibrated() {  # with_calibrated LABEL FILE[@NODES]
+  local label=$1 spec=$2 file=${2%@*} out
+  out=${file%.json}.calibrated.json
+  "$bin/tern-calc" --check "$spec" --tune "$results/tune.json" "${inter[@]}" --min-size "$MINBYTES" --json \
+    >"$out.check" 2>/dev/null || return 0
+  /usr/bin/python3 - "$file" "$out.check" "$out" <<'PY' || return 0
+import json, sys
+run, check = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+pred = {int(p["size"]): p["predicted_us"] for p in check.get("points", [])}
+run["results"] = [dict(r, predicted_us=pred[r["size"]]) for r in run["results"] if r["size"] in pred]
+json.dump(run, open(sys.argv[3], "w"))
+PY
+  plot_inputs+=("$label=$out")
+}
+with_calibrated "shm, 2 ranks" "$results/shm.json"
+with_calibrated "TCP loopback, 2 ranks" "$results/tcp.json"
+if [[ $have_cluster -eq 1 ]]; then
+  with_calibrated "2 nodes $CLUSTER_RATE" "${cluster_files[0]}"
+  with_calibrated "2 nodes $CLUSTER_RATE, sign" "${cluster_files[1]}"
+fi
+if [[ -x /usr/bin/python3 ]] && /usr/bin/python3 "$here/plot.py" -o "$results/validate-model.png" \
+  --title "allreduce float32: measured (solid) vs calibrated tern-calc (dashed)" "${plot_inputs[@]}" \
+  >"$results/plot.log" 2>&1; then
+  echo
+  echo "# plot: $results/validate-model.png"
+else
+  echo
+  echo "# plot: not made (needs /usr/bin/python3 with matplotlib; see $results/plot.log)"
+fi
+
 echo
 echo "# calibration file: $results/tune.json (TERN_TUNE_FILE=$results/tune.json, or tern-calc --tune)"
 exit $verdict

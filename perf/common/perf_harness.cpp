@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -314,6 +315,7 @@ class RankRunner {
   }
 
   int run() {
+    nodes_ = countHosts();
     bool leader = rank_ == 0;
     nlohmann::json records = nlohmann::json::array();
     if (leader) printHeader();
@@ -351,6 +353,7 @@ class RankRunner {
         nlohmann::json doc = {{"collective", spec_.name},
                               {"binary", spec_.binary},
                               {"nranks", n_},
+                              {"nodes", nodes_},
                               {"transport", ternCommTransportName(comm_)},
                               {"compress", o_.compress},
                               {"forced_algo", o_.algo},
@@ -362,6 +365,24 @@ class RankRunner {
   }
 
  private:
+  // Hosts the job spans (TERN_HOSTID where set, as the library groups ranks, else the host name), so that the JSON
+  // says on how many nodes it was measured (tern-calc --calibrate needs it). A collective: every rank calls it.
+  int countHosts() {
+    std::string id;
+    if (const char* h = std::getenv("TERN_HOSTID"); h != nullptr && *h != '\0') {
+      id = h;
+    } else {
+      char host[256] = {0};
+      gethostname(host, sizeof(host) - 1);
+      id = host;
+    }
+    uint64_t mine = std::hash<std::string>{}(id);
+    std::vector<uint64_t> all(static_cast<size_t>(n_));
+    PERF_CHECK(ternAllGather(&mine, all.data(), 1, ternUint64, comm_), comm_);
+    std::sort(all.begin(), all.end());
+    return static_cast<int>(std::unique(all.begin(), all.end()) - all.begin());
+  }
+
   void printHeader() {
     int version = 0;
     ternGetVersion(&version);
@@ -443,6 +464,7 @@ class RankRunner {
   ternComm_t comm_;
   int n_ = 1, rank_ = 0;
   Buffer sendBuf_, recvBuf_;
+  int nodes_ = 1;
 };
 
 bool launchedByLauncher() {

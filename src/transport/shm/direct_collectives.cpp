@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/dtype.hpp"
@@ -55,6 +56,11 @@ size_t DirectCollectives::chunkBytes(size_t bytes) const {
   // At least 8 chunks, so that staging, reduction and gather overlap across ranks even for mid-size messages, in
   // chunks of 32..128 KiB: smaller ones pay the per-chunk synchronisation (~1 us), larger ones measured slower at every
   // size from 8 MiB to 128 MiB (2 ranks: 64-128 KiB ~2.2-2.4 GB/s, 512 KiB ~1.4 GB/s at 8 MiB).
+  static const size_t forced = [] {
+    const char* v = std::getenv("TERN_SHM_CHUNK_BYTES");
+    return v != nullptr ? static_cast<size_t>(std::strtoull(v, nullptr, 10)) : size_t{0};
+  }();
+  if (forced > 0) return forced;
   size_t chunk = size_t{32} << 10;
   while (chunk < (size_t{128} << 10) && chunk * 8 < bytes) chunk *= 2;
   return chunk;
