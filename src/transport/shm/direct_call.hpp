@@ -47,6 +47,13 @@ struct DirectCall {
   std::vector<const char*> peerIn;
   std::vector<const char*> peerOut;
   std::vector<const void*> srcs;  // scratch for the reductions' source lists
+  // CMA allreduce (every rank's buffers are ordinary and every rank can process_vm_readv every peer): the peers'
+  // buffer addresses in their own address spaces, and a private buffer of cmaBytes for the pieces read.
+  bool cma = false;
+  std::vector<uint64_t> peerInAddr;
+  std::vector<uint64_t> peerOutAddr;
+  char* cmaBuf = nullptr;
+  size_t cmaBytes = 0;
 
   RankControl& ctrl(int p) const { return mesh->ctrl(p); }
   char* stage(int p, uint32_t chunk) const { return mesh->stage(p, chunk); }
@@ -105,6 +112,7 @@ uint64_t argsKey(const CollArgs& a);
 // slots or in place.
 void smallCollective(DirectCall& c, uint32_t seq);
 void pipelinedAllReduce(DirectCall& c);
+void cmaAllReduce(DirectCall& c);
 void pipelinedReduceScatter(DirectCall& c);
 void pipelinedAllGather(DirectCall& c);
 void pipelinedBroadcast(DirectCall& c);

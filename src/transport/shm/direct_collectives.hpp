@@ -65,6 +65,7 @@ class DirectCollectives {
   uint32_t callSeq_ = 0;
   uint32_t chunkSeq_ = 0;
   std::unique_ptr<char[]> tmp_;
+  std::unique_ptr<char[]> cmaBuf_;  // pieces read from peers by the CMA allreduce (kStageSlotBytes)
   PeerMappings mappings_;
   DirectCall call_;
 };

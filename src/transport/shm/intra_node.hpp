@@ -23,7 +23,7 @@ struct IntraNodeSetup {
   std::vector<std::string> hostIds;  // per rank
   Secret secret;                     // goes into segment names
   int timeoutMs = 300000;
-  TcpTransport* tcp = nullptr;       // connected to every peer; for the handshake and liveness
+  TcpTransport* tcp = nullptr;  // connected to every peer; for the handshake and liveness
   const std::atomic<bool>* abortFlag = nullptr;
 };
 
