@@ -1,16 +1,15 @@
-// Allreduce of ordinary (unregistered) buffers between processes that may read each other's memory with
-// process_vm_readv (CMA): nothing is staged.
+// Allreduce of ordinary (unregistered) buffers between processes that may read and write each other's memory with
+// process_vm_readv/writev (CMA): nothing is staged, and no rank waits for another until the end of the call.
 //
-// Rank r reads its slice of every peer's input straight out of the peer's address space into a private buffer,
-// a piece at a time so the copy stays in cache, reduces it with its own input in rank order into its output, and
-// posts; then it reads every peer's reduced slice straight out of that peer's output into its own. Per rank and N
-// bytes that is two copies of N/n per peer and one reduction, against the staged path's three copies (stage the
-// input, copy the reduced slice out of the slot, gather): the copies that exist only to cross the process boundary
-// are done once, by the kernel, instead of twice.
+// Rank r owns slice r of the buffer. Piece by piece it reads slice r of every peer's input straight out of the
+// peer's address space into a private buffer, reduces it with its own input in rank order into its output, and
+// writes the result straight into every peer's output while it is still in cache. Per rank and N bytes that is
+// two kernel copies of N/n per peer plus one reduction, against the staged path's three copies (stage the input,
+// copy the reduced slice out of the slot, gather) and its per-chunk waits.
 //
-// Safety: a peer reads my input's slice p only while reducing it and before posting `red`; I write my output's
-// slice p (which may be my input, in place) only after seeing p's `red`. Nobody leaves the call before every rank
-// posted `done`, so every address read stays valid.
+// Safety: slice r of a peer's input is read only by rank r, which reads each piece before it writes that piece of
+// the peer's output (the same memory when the peer runs in place). Every rank is inside the call (describeCall's
+// exchange) before anyone touches its buffers, and nobody leaves before every rank has posted `done`.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -24,8 +23,9 @@ void cmaAllReduce(DirectCall& c) {
   const CollArgs& a = *c.args;
   const int n = c.n, me = c.rank;
   const size_t e = c.esize;
-  // The private buffer holds one piece per peer; a piece also fits reduceInOrder's accumulator (c.tmp).
-  const size_t part = std::max<size_t>(kLine, c.cmaBytes / static_cast<size_t>(n - 1) / kLine * kLine);
+  // The private buffer holds one piece per peer. Large pieces: every piece costs a system call per peer and way.
+  size_t part = std::max<size_t>(kLine, c.cmaBytes / static_cast<size_t>(n - 1) / kLine * kLine);
+  if (n > 2) part = std::min(part, kStageSlotBytes);  // reduceInOrder may accumulate a piece in c.tmp
   const size_t pieceElems = std::max<size_t>(1, part / e);
   std::vector<const void*>& srcs = c.srcs;
   srcs.resize(n);
@@ -37,9 +37,9 @@ void cmaAllReduce(DirectCall& c) {
     }
   };
 
-  // Chunks of a few MiB: a peer's reduced slice is gathered soon after it was written, while it is still in cache.
+  // Piece by piece: read the peers' input, reduce into my output, and write the result straight into every peer's
+  // output while it is still in cache. No rank waits for another until the end.
   for (uint32_t j = 0; j < c.chunks; ++j) {
-    const uint32_t g = c.chunkBase + j + 1;
     const size_t begin = c.chunkBegin(j), len = c.chunkEnd(j) - begin;
     const size_t lo = begin + sliceBegin(len, me, n, e), hi = begin + sliceBegin(len, me + 1, n, e);
     for (size_t off = lo; off < hi; off += pieceElems) {
@@ -52,19 +52,22 @@ void cmaAllReduce(DirectCall& c) {
         buf += part;
       }
       srcs[me] = c.in + off * e;
-      reduceInOrder(c.out + off * e, srcs.data(), n, m, a.dtype, a.op, c.avgDivisor, c.tmp);
+      // Ordinary stores (streaming ones measured slower here: the piece is sent to the peers right after, from
+      // cache, and outputs of up to kCmaMaxBytes fit the last-level cache).
+      char* result = c.out + off * e;
+      reduceInOrder(result, srcs.data(), n, m, a.dtype, a.op, c.avgDivisor, c.tmp);
+      for (int i = 1; i < n; ++i) {
+        const int p = (me + i) % n;
+        if (!cmaWrite(c.mesh->peer(p).pid, c.peerOutAddr[p] + off * e, result, m * e)) {
+          throwError(ternSystemError, "rank %d: %s: cannot write rank %d's output (process_vm_writev: %s)", me, c.what,
+                     p, std::strerror(errno));
+        }
+      }
     }
-    c.post(&RankControl::red, g);
-
-    for (int i = 1; i < n; ++i) {
-      const int p = (me + i) % n;
-      const size_t plo = begin + sliceBegin(len, p, n, e), phi = begin + sliceBegin(len, p + 1, n, e);
-      c.wait(p, &RankControl::red, g, "reduced slice");
-      if (phi > plo) read(p, c.out + plo * e, c.peerOutAddr[p] + plo * e, (phi - plo) * e, "reduced slice");
-    }
-    c.post(&RankControl::done, g);
   }
-  c.waitAllPeers(&RankControl::done, c.chunkBase + c.chunks, "end of the call");
+  const uint32_t g = c.chunkBase + c.chunks;
+  c.post(&RankControl::done, g);
+  c.waitAllPeers(&RankControl::done, g, "end of the call");
 }
 
 }  // namespace tern::shm

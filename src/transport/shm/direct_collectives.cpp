@@ -33,7 +33,7 @@ DirectCollectives::DirectCollectives(Mesh* mesh, Watchdog* dog, const SpinPolicy
       dog_(dog),
       spin_(spin),
       tmp_(new char[kStageSlotBytes]),
-      cmaBuf_(new char[kStageSlotBytes]),
+      cmaBuf_(new char[kCmaBufferBytes]),
       mappings_(static_cast<size_t>(std::max(64, 4 * mesh->nranks()))) {}
 
 // The one-phase algorithm makes every rank reduce every rank's data (n times the work of the pipelined one) but
@@ -220,7 +220,7 @@ void DirectCollectives::run(Operation& op, const ExecContext& ctx, DirectAlgorit
   c.chunkBase = chunkSeq_;
   c.streamOut = outputBytes(a, c.n, c.esize) >= streamingOutputBytes();
   c.cmaBuf = cmaBuf_.get();
-  c.cmaBytes = kStageSlotBytes;
+  c.cmaBytes = kCmaBufferBytes;
   describeCall(c, op);
   if (c.cma) {  // every rank decided the same (describeCall), so every rank rechunks the same way
     c.chunkElems = std::max<size_t>(kLine, cmaChunkBytes() / c.esize / kLine * kLine);

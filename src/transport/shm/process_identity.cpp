@@ -51,6 +51,27 @@ bool cmaRead(pid_t pid, void* local, uint64_t remote, size_t bytes) {
   return true;
 }
 
+bool cmaWrite(pid_t pid, uint64_t remote, const void* local, size_t bytes) {
+  const char* src = static_cast<const char*>(local);
+  while (bytes > 0) {
+    iovec l{const_cast<char*>(src), bytes};
+    iovec r{reinterpret_cast<void*>(remote), bytes};
+    ssize_t n = ::process_vm_writev(pid, &l, 1, &r, 1, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (n == 0) {
+      errno = EFAULT;
+      return false;
+    }
+    src += n;
+    remote += static_cast<uint64_t>(n);
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
 bool cmaProbe(pid_t pid, uint64_t probeAddr, uint64_t cookie) {
   uint64_t value = 0;
   return cmaRead(pid, &value, probeAddr, sizeof(value)) && value == cookie;

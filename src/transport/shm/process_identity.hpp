@@ -21,6 +21,8 @@ const ProcessIdentity& processIdentity();
 // Copies bytes from address remote in process pid into local with process_vm_readv (looping over partial reads).
 // Returns false (errno set) on failure, e.g. EPERM where ptrace rules forbid it or ESRCH once the peer died.
 bool cmaRead(pid_t pid, void* local, uint64_t remote, size_t bytes);
+// process_vm_writev of bytes from local to the address remote in process pid (the same permission as reading).
+bool cmaWrite(pid_t pid, uint64_t remote, const void* local, size_t bytes);
 
 // True if this process can read peer's probe cookie with process_vm_readv and gets the value its header announced
 // (a different value would mean the pid names another process, e.g. across pid namespaces).
