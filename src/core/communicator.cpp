@@ -130,7 +130,7 @@ void Communicator::submit(const std::shared_ptr<Operation>& op, bool blocking) {
   if (blocking && queue_.empty() && !busy_) {
     busy_ = true;
     lock.unlock();
-    execute(*op);
+    execute(*op, /*inlineCall=*/true);
     lock.lock();
     busy_ = false;
     lock.unlock();
@@ -163,7 +163,7 @@ void Communicator::workerLoop() {
   }
 }
 
-void Communicator::execute(Operation& op) {
+void Communicator::execute(Operation& op, bool inlineCall) {
   if (failed_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(errorMutex_);
     op.finish(failure_, format("rank %d: communicator failed earlier: %s", rank_, lastError_.c_str()));
@@ -175,7 +175,13 @@ void Communicator::execute(Operation& op) {
     } else {
       runCollective(op);
     }
-    op.finish(ternSuccess, "");
+    if (inlineCall) {
+      // Run on the caller's thread, which alone holds the operation (no request handle): no one to notify.
+      op.result = ternSuccess;
+      op.done = true;
+    } else {
+      op.finish(ternSuccess, "");
+    }
   } catch (const Error& e) {
     if (isFatal(e.code())) fail(e.code(), e.what());
     op.finish(e.code(), e.what());
@@ -268,7 +274,10 @@ Choice Communicator::choose(const CollArgs& args) {
   }
   Choice choice = chooseWithDirect(args, choiceContext(), algoOverride_, directOption(args));
   std::lock_guard<std::mutex> lock(choiceMutex_);
-  if (choiceCache_.size() >= kChoiceCacheEntries) choiceCache_.clear();  // a sweep over many sizes: start over
+  if (choiceCache_.size() >= kChoiceCacheEntries) {  // a sweep over many sizes: start over
+    choiceCache_.clear();
+    lastChoice_ = nullptr;
+  }
   choiceCache_.emplace(key, choice);
   return choice;
 }

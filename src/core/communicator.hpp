@@ -79,7 +79,8 @@ class Communicator {
 
  private:
   Communicator(int rank, int nranks, const CommOptions& opts);
-  void execute(Operation& op);
+  // inlineCall: a blocking call run on its caller's thread (submit's fast path).
+  void execute(Operation& op, bool inlineCall = false);
   void runCollective(Operation& op);
   void runPointToPoint(Operation& op);
   void runCompressed(Operation& op);
@@ -125,6 +126,8 @@ class Communicator {
   // budget. The decision depends on nothing else (the cost model and topology are fixed for the communicator).
   using ChoiceKey = std::tuple<int, size_t, int, int, int, bool>;  // collective, count, dtype, op, root, in place
   std::map<ChoiceKey, Choice> choiceCache_;
+  ChoiceKey lastChoiceKey_{};
+  const Choice* lastChoice_ = nullptr;  // into choiceCache_ (map nodes do not move)
   std::mutex choiceMutex_;
 
   std::atomic<int> activeCalls_{0};
