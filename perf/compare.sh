@@ -264,12 +264,7 @@ main() {
     fi
   fi
 
-  if ((failed)); then
-    echo "# at least one tool failed or was missing; see $results"
-    return 1
-  fi
-  return 0
+  cmp_status "$failed" "$results"
 }
 
-main 2>&1 | tee "$results/report.txt"
-exit "${PIPESTATUS[0]}"
+cmp_run_main "$results"

@@ -164,12 +164,7 @@ main() {
       "$OVERSUB_MINBYTES-$OVERSUB_MAXBYTES:$OVERSUB_TARGET"
   fi
   cmp_busy_note "after the runs"
-  if ((failed)); then
-    echo "# at least one tool failed or was missing; see $results"
-    return 1
-  fi
-  return 0
+  cmp_status "$failed" "$results"
 }
 
-main 2>&1 | tee "$results/report.txt"
-exit "${PIPESTATUS[0]}"
+cmp_run_main "$results"

@@ -84,12 +84,7 @@ main() {
   echo "# ratio = gloo time / tern time (= tern busbw / gloo busbw); PASS when >= TARGET"
   cmp_report "$results/tern.rows" "$results/gloo.rows" tern gloo "$MINBYTES-$MAXBYTES:$TARGET"
   cmp_busy_note "after the runs"
-  if ((failed)); then
-    echo "# at least one tool failed or was missing; see $results"
-    return 1
-  fi
-  return 0
+  cmp_status "$failed" "$results"
 }
 
-main 2>&1 | tee "$results/report.txt"
-exit "${PIPESTATUS[0]}"
+cmp_run_main "$results"

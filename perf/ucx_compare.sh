@@ -246,5 +246,4 @@ main() {
   return 0
 }
 
-main 2>&1 | tee "$results/report.txt"
-exit "${PIPESTATUS[0]}"
+cmp_run_main "$results"

@@ -246,3 +246,18 @@ cmp_resolve_build() {
     echo "$d"
   fi
 }
+
+# The end of a script's main(): says so when a tool failed and returns its status. cmp_status FAILED RESULTS_DIR
+cmp_status() {
+  if (($1)); then
+    echo "# at least one tool failed or was missing; see $2"
+    return 1
+  fi
+  return 0
+}
+
+# Runs the script's main with its output also kept as RESULTS_DIR/report.txt, and exits with main's status.
+cmp_run_main() {  # cmp_run_main RESULTS_DIR
+  main 2>&1 | tee "$1/report.txt"
+  exit "${PIPESTATUS[0]}"
+}

@@ -30,12 +30,15 @@ const ProcessIdentity& processIdentity() {
   return id;
 }
 
-bool cmaRead(pid_t pid, void* local, uint64_t remote, size_t bytes) {
-  char* dst = static_cast<char*>(local);
+namespace {
+
+// process_vm_readv or process_vm_writev of bytes between local and remote, resuming after partial transfers.
+template <class Syscall>
+bool cmaTransfer(Syscall call, pid_t pid, char* local, uint64_t remote, size_t bytes) {
   while (bytes > 0) {
-    iovec l{dst, bytes};
+    iovec l{local, bytes};
     iovec r{reinterpret_cast<void*>(remote), bytes};
-    ssize_t n = ::process_vm_readv(pid, &l, 1, &r, 1, 0);
+    ssize_t n = call(pid, &l, 1, &r, 1, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       return false;
@@ -44,32 +47,22 @@ bool cmaRead(pid_t pid, void* local, uint64_t remote, size_t bytes) {
       errno = EFAULT;
       return false;
     }
-    dst += n;
+    local += n;
     remote += static_cast<uint64_t>(n);
     bytes -= static_cast<size_t>(n);
   }
   return true;
 }
 
+}  // namespace
+
+bool cmaRead(pid_t pid, void* local, uint64_t remote, size_t bytes) {
+  return cmaTransfer(::process_vm_readv, pid, static_cast<char*>(local), remote, bytes);
+}
+
 bool cmaWrite(pid_t pid, uint64_t remote, const void* local, size_t bytes) {
-  const char* src = static_cast<const char*>(local);
-  while (bytes > 0) {
-    iovec l{const_cast<char*>(src), bytes};
-    iovec r{reinterpret_cast<void*>(remote), bytes};
-    ssize_t n = ::process_vm_writev(pid, &l, 1, &r, 1, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    if (n == 0) {
-      errno = EFAULT;
-      return false;
-    }
-    src += n;
-    remote += static_cast<uint64_t>(n);
-    bytes -= static_cast<size_t>(n);
-  }
-  return true;
+  // process_vm_writev only reads the local iovec; the cast is for the shared iovec type.
+  return cmaTransfer(::process_vm_writev, pid, const_cast<char*>(static_cast<const char*>(local)), remote, bytes);
 }
 
 bool cmaProbe(pid_t pid, uint64_t probeAddr, uint64_t cookie) {
