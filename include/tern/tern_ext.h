@@ -18,6 +18,13 @@ extern "C" {
 ternResult_t ternQueryAlgorithm(ternComm_t comm, const char* collective, size_t count, ternDataType_t datatype,
                                 char* name, size_t nameLen, double* predictedUs);
 
+/** As ternQueryAlgorithm, for the compressed form of a collective ("allreduce", "allgather", "reducescatter") with
+ * the codec spec of ternCompressorCreate's method and params joined by ':' ("sign", "qsgd:4", "topk:0.01"): the
+ * compressed algorithm's name and the cost model's predicted time, codec work included. */
+ternResult_t ternQueryCompressedAlgorithm(ternComm_t comm, const char* collective, size_t count,
+                                          ternDataType_t datatype, const char* codec, char* name, size_t nameLen,
+                                          double* predictedUs);
+
 /** Name of the transport comm runs on ("tcp", "inproc", "shm", ...). */
 const char* ternCommTransportName(ternComm_t comm);
 

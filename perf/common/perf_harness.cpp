@@ -329,8 +329,13 @@ class RankRunner {
         Measured in = measure(count, op, true);
         char algo[64] = "?";
         double predicted = 0;
-        ternQueryAlgorithm(comm_, spec_.name, spec_.layout(count, n_, rank_).callCount, o_.dtype, algo, sizeof(algo),
-                           &predicted);
+        const size_t callCount = spec_.layout(count, n_, rank_).callCount;
+        // A compressed run reports the compressed algorithm and its prediction (codec work included).
+        if (o_.compress.empty() ||
+            ternQueryCompressedAlgorithm(comm_, spec_.name, callCount, o_.dtype, o_.compress.c_str(), algo,
+                                         sizeof(algo), &predicted) != ternSuccess) {
+          ternQueryAlgorithm(comm_, spec_.name, callCount, o_.dtype, algo, sizeof(algo), &predicted);
+        }
         if (leader) {
           printRow(count, op, out, in);
           records.push_back(record(count, op, algo, predicted, out, in));

@@ -721,6 +721,29 @@ TERN_API ternResult_t ternQueryAlgorithm(ternComm_t comm, const char* collective
   });
 }
 
+TERN_API ternResult_t ternQueryCompressedAlgorithm(ternComm_t comm, const char* collective, size_t count,
+                                                   ternDataType_t dt, const char* codec, char* name, size_t nameLen,
+                                                   double* predictedUs) {
+  return guarded([&] {
+    const char* fn = "ternQueryCompressedAlgorithm";
+    Communicator& c = checkComm(comm, fn);
+    if (collective == nullptr) throwError(ternInvalidArgument, "%s: collective is NULL", fn);
+    if (codec == nullptr) throwError(ternInvalidArgument, "%s: codec is NULL", fn);
+    bool ok = false;
+    CollArgs args;
+    args.coll = parseCollectiveName(collective, &ok);
+    if (!ok) throwError(ternInvalidArgument, "%s: unknown collective '%s'", fn, collective);
+    checkedBytes(count, c.size(), dt, fn);
+    args.count = count;
+    args.dtype = dt;
+    double seconds = 0;
+    const std::string algo = c.compressedAlgorithmFor(args, codec, &seconds);
+    if (name != nullptr && nameLen > 0) std::snprintf(name, nameLen, "%s", algo.c_str());
+    if (predictedUs != nullptr) *predictedUs = seconds * 1e6;
+    return ternSuccess;
+  });
+}
+
 TERN_API const char* ternCommTransportName(ternComm_t comm) {
   if (comm == nullptr || !comm->impl) return "";
   return comm->impl->transportName();

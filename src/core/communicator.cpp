@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "algorithms/compressed.hpp"
+#include "compress/codec_factory.hpp"
 #include "core/algo_choice.hpp"
 #include "core/bootstrap.hpp"
 #include "core/compressor.hpp"
@@ -287,6 +288,21 @@ double Communicator::predictSeconds(const CollArgs& args, const Choice& choice) 
 }
 
 std::string Communicator::algorithmFor(const CollArgs& args) { return choose(args).name; }
+
+std::string Communicator::compressedAlgorithmFor(const CollArgs& args, const std::string& codecSpec, double* seconds) {
+  auto codec = compress::makeCodec(codecSpec);  // throws ternInvalidArgument for a bad spec
+  const char* name = tern::compressedAlgorithmFor(args.coll, *codec);
+  if (name == nullptr || *name == '\0') {
+    throwError(ternInvalidArgument, "%s has no compressed form", collectiveName(args.coll));
+  }
+  *seconds = 0;
+  if (planner_) {
+    const double bytes = static_cast<double>(args.count) * static_cast<double>(dataTypeSize(args.dtype));
+    const planner::Estimate e = planner_->estimateCompressed(args.coll, bytes, codec->spec());
+    if (e.error.empty()) *seconds = e.seconds;
+  }
+  return name;
+}
 
 std::shared_ptr<const Schedule> Communicator::scheduleFor(const CollArgs& args) {
   // A schedule algorithm: when the direct path won, runCollective tried it first and it declined this call.

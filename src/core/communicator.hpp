@@ -76,6 +76,8 @@ class Communicator {
   // of a decision in seconds for the exact size of args (0 when the model has none).
   Choice choose(const CollArgs& args);
   double predictSeconds(const CollArgs& args, const Choice& choice);
+  // The compressed algorithm for args with a codec spec, and its predicted seconds (0 when not priced).
+  std::string compressedAlgorithmFor(const CollArgs& args, const std::string& codecSpec, double* seconds);
 
  private:
   Communicator(int rank, int nranks, const CommOptions& opts);

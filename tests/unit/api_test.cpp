@@ -50,8 +50,7 @@ TEST(Api, InvalidArgumentsAreRejectedWithAMessage) {
     EXPECT_EQ(ternAllReduce(buf, buf, std::numeric_limits<size_t>::max() / 2, ternFloat64, ternSum, comm),
               ternInvalidArgument);
     EXPECT_NE(std::strstr(ternGetLastError(comm), "overflows"), nullptr);
-    EXPECT_EQ(ternAllGather(buf, buf, std::numeric_limits<size_t>::max() / 4, ternFloat32, comm),
-              ternInvalidArgument);
+    EXPECT_EQ(ternAllGather(buf, buf, std::numeric_limits<size_t>::max() / 4, ternFloat32, comm), ternInvalidArgument);
     EXPECT_EQ(ternAllReduce(buf, buf, 4, ternFloat32, ternSum, nullptr), ternInvalidArgument);
     // count 0 with NULL buffers is fine.
     EXPECT_EQ(ternAllReduce(nullptr, nullptr, 0, ternFloat32, ternSum, comm), ternSuccess);
@@ -271,6 +270,28 @@ TEST(Api, QueryAlgorithmNamesWhatRuns) {
     EXPECT_GT(std::strlen(name), 0u);
     EXPECT_EQ(ternQueryAlgorithm(comm, "nonsense", 1, ternFloat32, name, sizeof(name), &us), ternInvalidArgument);
     EXPECT_STREQ(ternCommTransportName(comm), "inproc");
+  });
+}
+
+TEST(Api, QueryCompressedAlgorithmNamesTheCompressedScheduleAndPricesIt) {
+  runOnRanks(2, Wire::kInproc, [](ternComm_t comm, int) {
+    char name[48] = {0};
+    double sign = -1, topk = -1;
+    ASSERT_EQ(ternQueryCompressedAlgorithm(comm, "allreduce", 1 << 22, ternFloat32, "sign", name, sizeof(name), &sign),
+              ternSuccess)
+        << ternGetLastError(comm);
+    EXPECT_STREQ(name, "compressed_2phase");
+    EXPECT_GT(sign, 0.0);
+    ASSERT_EQ(
+        ternQueryCompressedAlgorithm(comm, "allreduce", 1 << 22, ternFloat32, "topk:0.01", name, sizeof(name), &topk),
+        ternSuccess);
+    EXPECT_STREQ(name, "sparse_allgather");
+    EXPECT_EQ(ternQueryCompressedAlgorithm(comm, "allreduce", 16, ternFloat32, "nonsense", name, sizeof(name), &sign),
+              ternInvalidArgument);
+    EXPECT_EQ(ternQueryCompressedAlgorithm(comm, "broadcast", 16, ternFloat32, "sign", name, sizeof(name), &sign),
+              ternInvalidArgument);
+    EXPECT_EQ(ternQueryCompressedAlgorithm(comm, "allreduce", 16, ternFloat32, nullptr, name, sizeof(name), &sign),
+              ternInvalidArgument);
   });
 }
 
