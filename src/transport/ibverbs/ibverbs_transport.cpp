@@ -2,8 +2,6 @@
 
 #include <arpa/inet.h>
 #include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,16 +11,13 @@
 #include "core/log.hpp"
 #include "transport/ibverbs/ib_exchange.hpp"
 #include "transport/ibverbs/ib_wire.hpp"
+#include "transport/sliced_wait.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace tern {
 
 namespace {
 
-// Longest single sleep: bounds how late a dead peer (closed TCP connection) is noticed.
-constexpr int kSliceMs = 100;
-// A peer whose TCP connection closed may have finished normally with its last writes still landing.
-constexpr int kClosedGraceMs = 500;
 // Bounds how long destruction waits for posted writes to complete.
 constexpr int kDrainMs = 10000;
 constexpr int kCompletionBatch = 32;
@@ -59,8 +54,7 @@ IbverbsTransport::IbverbsTransport(const NetworkSetup& setup, const ib::Settings
       // Reposted as each completes; in flight at once: the peer's data chunks plus its credit returns.
       recvDepth_(2 * settings.slots + 2),
       peers_(setup.nranks) {
-  wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wakeFd_ < 0) throwSystemError("ibverbs: eventfd");
+  if (abortSignal_.wakeFd() < 0) throwSystemError("ibverbs: eventfd");
 }
 
 std::unique_ptr<IbverbsTransport> IbverbsTransport::create(const NetworkSetup& setup) {
@@ -142,7 +136,7 @@ void IbverbsTransport::connect(const NetworkSetup& setup) {
 
 IbverbsTransport::~IbverbsTransport() {
   if (device_ != nullptr) {
-    if (!broken_ && !aborted_.load()) drainWrites();
+    if (!failure_.failed() && !abortSignal_.raised()) drainWrites();
     for (Peer& p : peers_) {
       p.qp.reset();  // before the memory it targets and the CQ it reports to
       p.sendRing.reset();
@@ -150,7 +144,6 @@ IbverbsTransport::~IbverbsTransport() {
     }
     device_.reset();
   }
-  if (wakeFd_ >= 0) ::close(wakeFd_);
 }
 
 void IbverbsTransport::drainWrites() {
@@ -187,28 +180,25 @@ bool IbverbsTransport::hasPending() const {
   return false;
 }
 
-void IbverbsTransport::postSend(int peer, const void* data, size_t bytes, Transfer* transfer) {
+IbverbsTransport::Peer& IbverbsTransport::beginTransfer(int peer, size_t bytes, Transfer* transfer) {
   throwIfBroken();
   if (peer < 0 || peer >= nranks_ || peer == rank_) {
     throwError(ternInternalError, "ibverbs: rank %d posted a transfer to invalid peer %d", rank_, peer);
   }
-  Peer& p = peers_[peer];
   transfer->done = false;
   transfer->bytes = bytes;
   transfer->pendingParts = 1;
+  return peers_[peer];
+}
+
+void IbverbsTransport::postSend(int peer, const void* data, size_t bytes, Transfer* transfer) {
+  Peer& p = beginTransfer(peer, bytes, transfer);
   p.sends.push_back({transfer, static_cast<const char*>(data),
                      ib::ChunkCursor(p.sendSequence++, bytes, p.remote.slotBytes - ib::kSlotHeaderBytes)});
 }
 
 void IbverbsTransport::postRecv(int peer, void* data, size_t bytes, Transfer* transfer) {
-  throwIfBroken();
-  if (peer < 0 || peer >= nranks_ || peer == rank_) {
-    throwError(ternInternalError, "ibverbs: rank %d posted a transfer to invalid peer %d", rank_, peer);
-  }
-  Peer& p = peers_[peer];
-  transfer->done = false;
-  transfer->bytes = bytes;
-  transfer->pendingParts = 1;
+  Peer& p = beginTransfer(peer, bytes, transfer);
   p.recvs.push_back({transfer, static_cast<char*>(data),
                      ib::ChunkCursor(p.recvSequence++, bytes, slotBytes_ - ib::kSlotHeaderBytes)});
 }
@@ -370,7 +360,7 @@ int IbverbsTransport::pass() {
       completed += pumpSends(p);
     }
   } catch (const Error& e) {
-    if (!broken_) fail(e.code(), e.what());  // protocol and size errors from the pure helpers
+    if (!failure_.failed()) fail(e.code(), e.what());  // protocol and size errors from the pure helpers
     throw;
   }
   if (anyPeerFailed_) checkPeers(false);
@@ -379,7 +369,7 @@ int IbverbsTransport::pass() {
 
 void IbverbsTransport::checkPeers(bool checkConnections) {
   auto now = Clock::now();
-  int grace = std::min(kClosedGraceMs, timeoutMs_ / 2);
+  auto grace = ClosedPeerGrace::periodFor(timeoutMs_);
   for (Peer& p : peers_) {
     if (p.rank == rank_ || (p.sends.empty() && p.recvs.empty())) continue;
     size_t pending = p.sends.size() + p.recvs.size();
@@ -389,15 +379,8 @@ void IbverbsTransport::checkPeers(bool checkConnections) {
                   "exited, was killed, or the fabric failed",
                   rank_, p.rank, ibv_wc_status_str(static_cast<ibv_wc_status>(p.failure)), pending));
     }
-    if (!checkConnections || !tcp_->peerClosed(p.rank)) continue;
-    if (!p.closedSeen) {
-      p.closedSeen = true;
-      p.closedSince = now;
-    } else if (now - p.closedSince > std::chrono::milliseconds(grace)) {
-      fail(ternRemoteError,
-           format("rank %d: rank %d closed its connection with %zu transfer(s) pending (the peer exited, was killed, "
-                  "or aborted)",
-                  rank_, p.rank, pending));
+    if (checkConnections && p.closed.expired(tcp_->peerClosed(p.rank), now, grace)) {
+      fail(ternRemoteError, ClosedPeerGrace::errorMessage(rank_, p.rank, pending));
     }
   }
 }
@@ -406,60 +389,40 @@ int IbverbsTransport::progress(int waitMs) {
   throwIfBroken();
   int completed = pass();
   if (completed > 0 || waitMs <= 0 || !hasPending()) return completed;
-  auto until = Clock::now() + std::chrono::milliseconds(waitMs);
-  for (;;) {
-    device_->arm();
-    completed = pass();  // completions that arrived before the arm would raise no event
-    if (completed > 0 || !hasPending()) return completed;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
-    pollfd fds[2] = {{device_->eventFd(), POLLIN, 0}, {wakeFd_, POLLIN, 0}};
-    if (::poll(fds, 2, static_cast<int>(std::clamp<long long>(left, 0, kSliceMs))) < 0 && errno != EINTR) {
-      throwSystemError("ibverbs: poll");
-    }
-    device_->consumeEvents();
-    throwIfBroken();
-    completed = pass();
-    if (completed > 0 || !hasPending()) return completed;
-    checkPeers(true);
-    if (Clock::now() >= until) return 0;
-  }
+  return waitInSlices(
+      waitMs, [this](int ms) { return sleepOnCompletions(ms); },
+      [this] {
+        throwIfBroken();
+        return pass();
+      },
+      [this] { return hasPending(); }, [this] { checkPeers(true); });
+}
+
+int IbverbsTransport::sleepOnCompletions(int ms) {
+  device_->arm();
+  int completed = pass();  // completions that arrived before the arm would raise no event
+  if (completed > 0 || !hasPending()) return completed;
+  pollfd fds[2] = {{device_->eventFd(), POLLIN, 0}, {abortSignal_.wakeFd(), POLLIN, 0}};
+  if (::poll(fds, 2, ms) < 0 && errno != EINTR) throwSystemError("ibverbs: poll");
+  device_->consumeEvents();
+  return 0;
 }
 
 void IbverbsTransport::throwIfBroken() {
-  if (broken_) throw Error(brokenCode_, brokenMessage_);
-  if (aborted_.load(std::memory_order_acquire)) {
-    std::string reason;
-    {
-      std::lock_guard<std::mutex> lock(abortMutex_);
-      reason = abortReason_;
-    }
-    fail(ternRemoteError, format("rank %d: communicator aborted: %s", rank_, reason.c_str()));
-  }
+  failure_.rethrowIfFailed();
+  if (abortSignal_.raised()) fail(ternRemoteError, abortSignal_.errorMessage(rank_));
 }
 
-void IbverbsTransport::fail(ternResult_t code, const std::string& message) {
-  if (!broken_) {
-    broken_ = true;
-    brokenCode_ = code;
-    brokenMessage_ = message;
-    // Stop the peers' writes into our rings and flush ours; callers' buffers are never touched by the HCA (only
-    // the rings are), so nothing else needs canceling.
-    for (Peer& p : peers_) {
-      if (p.qp != nullptr) p.qp->toError();
-    }
+void IbverbsTransport::stopQueuePairs() {
+  // Stop the peers' writes into our rings and flush ours; callers' buffers are never touched by the HCA (only
+  // the rings are), so nothing else needs canceling.
+  for (Peer& p : peers_) {
+    if (p.qp != nullptr) p.qp->toError();
   }
-  throw Error(brokenCode_, brokenMessage_);
 }
 
 void IbverbsTransport::abort(const std::string& reason) {
-  {
-    std::lock_guard<std::mutex> lock(abortMutex_);
-    if (aborted_.load()) return;
-    abortReason_ = reason;
-  }
-  aborted_.store(true, std::memory_order_release);
-  uint64_t one = 1;
-  (void)!::write(wakeFd_, &one, sizeof(one));
+  if (!abortSignal_.raise(reason)) return;
   tcp_->abort(reason);  // peers watch the TCP mesh: they fail now rather than at their timeout
 }
 

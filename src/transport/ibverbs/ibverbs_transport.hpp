@@ -16,14 +16,15 @@
 // checking between slices that the peers it waits for still hold their TCP control connection.
 #pragma once
 
-#include <atomic>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "tern/tern.h"
+#include "transport/abort_signal.hpp"
+#include "transport/closed_peer_grace.hpp"
+#include "transport/failure_latch.hpp"
 #include "transport/ibverbs/ib_chunks.hpp"
 #include "transport/ibverbs/ib_credits.hpp"
 #include "transport/ibverbs/ib_device.hpp"
@@ -76,13 +77,14 @@ class IbverbsTransport : public Transport {
     uint32_t sqOutstanding = 0;    // posted writes (data and credits) not yet completed locally
     uint32_t dataOutstanding = 0;  // of which data chunks: what destruction must wait for
     int failure = 0;               // an ibv_wc_status from a completion that needed no immediate error (see fail rules)
-    bool closedSeen = false;
-    Clock::time_point closedSince{};
+    ClosedPeerGrace closed;        // its TCP control connection closed (a grace period lets in-flight data land)
   };
 
   IbverbsTransport(const NetworkSetup& setup, const ib::Settings& settings);
   void connect(const NetworkSetup& setup);
+  Peer& beginTransfer(int peer, size_t bytes, Transfer* transfer);
   int pass();
+  int sleepOnCompletions(int ms);
   int pollCompletions();
   int deliver(Peer& p);
   void returnCredits(Peer& p);
@@ -93,7 +95,8 @@ class IbverbsTransport : public Transport {
   void checkPeers(bool checkConnections);
   void drainWrites();
   void throwIfBroken();
-  [[noreturn]] void fail(ternResult_t code, const std::string& message);
+  [[noreturn]] void fail(ternResult_t code, const std::string& message) { failure_.fail(code, message); }
+  void stopQueuePairs();
 
   int rank_;
   int nranks_;
@@ -107,13 +110,8 @@ class IbverbsTransport : public Transport {
   std::vector<Peer> peers_;
   bool anyPeerFailed_ = false;
 
-  int wakeFd_ = -1;
-  std::atomic<bool> aborted_{false};
-  std::mutex abortMutex_;
-  std::string abortReason_;
-  bool broken_ = false;
-  ternResult_t brokenCode_ = ternSuccess;
-  std::string brokenMessage_;
+  AbortSignal abortSignal_;
+  FailureLatch failure_{[this] { stopQueuePairs(); }};
 };
 
 }  // namespace tern

@@ -1,7 +1,6 @@
 #include "transport/tcp/tcp_transport.hpp"
 
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -46,9 +45,7 @@ TcpTransport::TcpTransport(int rank, int nranks, int socketsPerPeer)
       sendSequence_(nranks, 0),
       recvSequence_(nranks, 0),
       peerAddress_(nranks),
-      sameHost_(nranks, false) {
-  wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-}
+      sameHost_(nranks, false) {}
 
 TcpTransport::~TcpTransport() {
   for (auto& peer : channels_) {
@@ -56,7 +53,6 @@ TcpTransport::~TcpTransport() {
       if (c.fd >= 0) ::close(c.fd);
     }
   }
-  if (wakeFd_ >= 0) ::close(wakeFd_);
 }
 
 std::unique_ptr<TcpTransport> TcpTransport::connect(int rank, int nranks, BootstrapResult& boot, const Secret& secret,
@@ -151,14 +147,11 @@ void TcpTransport::post(int peer, char* data, size_t bytes, Transfer* transfer, 
 }
 
 void TcpTransport::throwIfAborted() {
-  if (aborted_.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(abortMutex_);
-    throwError(ternRemoteError, "rank %d: communicator aborted: %s", rank_, abortReason_.c_str());
-  }
+  if (abortSignal_.raised()) throw Error(ternRemoteError, abortSignal_.errorMessage(rank_));
 }
 
 void TcpTransport::connectionLost(const Channel& c, const char* during, int err) {
-  if (aborted_.load()) throwIfAborted();
+  if (abortSignal_.raised()) throwIfAborted();
   if (err == 0) {
     throwError(ternRemoteError,
                "rank %d: connection to rank %d (%s) closed by the peer during %s (the peer exited, was killed, or "
@@ -276,7 +269,7 @@ int TcpTransport::progress(int waitMs) {
   // Nothing finished: sleep until a socket we need becomes ready (or abort wakes us).
   std::vector<pollfd> fds;
   std::vector<Channel*> owners;
-  fds.push_back({wakeFd_, POLLIN, 0});
+  fds.push_back({abortSignal_.wakeFd(), POLLIN, 0});
   owners.push_back(nullptr);
   for (auto& peer : channels_) {
     for (auto& c : peer) {
@@ -309,7 +302,7 @@ bool TcpTransport::hasPending() const {
 }
 
 bool TcpTransport::peerClosed(int peer) {
-  if (aborted_.load()) return true;
+  if (abortSignal_.raised()) return true;
   for (auto& c : channels_[peer]) {
     if (c.fd < 0 || !c.recvs.empty()) continue;  // a pending receive would notice by itself
     char byte;
@@ -321,14 +314,7 @@ bool TcpTransport::peerClosed(int peer) {
 }
 
 void TcpTransport::abort(const std::string& reason) {
-  {
-    std::lock_guard<std::mutex> lock(abortMutex_);
-    if (aborted_.load()) return;
-    abortReason_ = reason;
-  }
-  aborted_.store(true, std::memory_order_release);
-  uint64_t one = 1;
-  (void)!::write(wakeFd_, &one, sizeof(one));
+  if (!abortSignal_.raise(reason)) return;
   // Shut the sockets down (not close: another thread may be inside poll on them) so that peers see EOF at once
   // and fail too, instead of waiting for their timeout.
   for (auto& peer : channels_) {

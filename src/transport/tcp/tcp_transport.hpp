@@ -10,11 +10,11 @@
 #include <atomic>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/bootstrap.hpp"
+#include "transport/abort_signal.hpp"
 #include "transport/transport.hpp"
 
 namespace tern {
@@ -81,10 +81,7 @@ class TcpTransport : public Transport {
   std::vector<uint64_t> recvSequence_;
   std::vector<std::string> peerAddress_;
   std::vector<bool> sameHost_;
-  int wakeFd_ = -1;
-  std::atomic<bool> aborted_{false};
-  std::mutex abortMutex_;
-  std::string abortReason_;
+  AbortSignal abortSignal_;
 };
 
 }  // namespace tern

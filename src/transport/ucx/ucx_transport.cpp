@@ -1,14 +1,13 @@
 #include "transport/ucx/ucx_transport.hpp"
 
 #include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "transport/sliced_wait.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 #include "transport/ucx/ucx_status.hpp"
 #include "transport/ucx/ucx_tag.hpp"
@@ -18,11 +17,6 @@ namespace tern {
 
 namespace {
 
-// Longest single sleep: bounds how late a dead peer (closed TCP connection) is noticed.
-constexpr int kSliceMs = 100;
-// A peer whose TCP connection closed may have finished normally with its last data still on the way (it flushes
-// before it closes): waits for that peer keep going this long before they fail.
-constexpr int kClosedGraceMs = 500;
 // Bounds the flush of outstanding sends when the transport is destroyed.
 constexpr int kFlushMs = 10000;
 constexpr int kCloseMs = 2000;
@@ -43,8 +37,7 @@ void waitRequest(ucx::Worker& worker, void* request, Clock::time_point deadline)
 
 UcxTransport::UcxTransport(const NetworkSetup& setup)
     : rank_(setup.rank), nranks_(setup.nranks), timeoutMs_(setup.timeoutMs), tcp_(setup.tcp), peers_(setup.nranks) {
-  wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wakeFd_ < 0) throwSystemError("ucx: eventfd");
+  if (abortSignal_.wakeFd() < 0) throwSystemError("ucx: eventfd");
 }
 
 std::unique_ptr<UcxTransport> UcxTransport::create(const NetworkSetup& setup) {
@@ -83,7 +76,7 @@ void UcxTransport::connect(const NetworkSetup& setup) {
     if (Clock::now() > setup.deadline) {
       fail(ternTimeout, format("rank %d: ucx: timed out connecting to peers (TERN_TIMEOUT)", rank_));
     }
-    progress(kSliceMs);
+    progress(kPeerCheckSliceMs);
   }
   TERN_LOG(kInfo, kNet, rank_, "ucx: connected to %d peer(s)", nranks_ - 1);
 }
@@ -92,7 +85,6 @@ UcxTransport::~UcxTransport() {
   if (worker_ != nullptr) shutdown();
   registrations_.reset();
   worker_.reset();
-  if (wakeFd_ >= 0) ::close(wakeFd_);
 }
 
 void UcxTransport::shutdown() {
@@ -106,7 +98,7 @@ void UcxTransport::shutdown() {
     registrations_->release(op->lease);
     op->lease = {};
   }
-  bool healthy = !broken_ && !aborted_.load();
+  bool healthy = !failure_.failed() && !abortSignal_.raised();
   if (healthy) {
     // Sends complete locally (data handed to UCX); make sure it left this process before the endpoints go.
     ucp_request_param_t param{};
@@ -241,7 +233,7 @@ int UcxTransport::reap() {
   std::string error;
   ternResult_t code = ternSuccess;
   for (Op* op : batch) {
-    if (!broken_ && code == ternSuccess) {
+    if (!failure_.failed() && code == ternSuccess) {
       if (op->status == UCS_OK && (op->isSend || op->received == op->expected)) {
         op->transfer->done = true;
         ++completed;
@@ -281,7 +273,7 @@ int UcxTransport::poll() {
 
 void UcxTransport::checkPeers(bool checkConnections) {
   auto now = Clock::now();
-  int grace = std::min(kClosedGraceMs, timeoutMs_ / 2);
+  auto grace = ClosedPeerGrace::periodFor(timeoutMs_);
   for (Peer& p : peers_) {
     if (p.pending == 0 || p.rank == rank_) continue;
     if (p.failure != UCS_OK) {
@@ -290,15 +282,8 @@ void UcxTransport::checkPeers(bool checkConnections) {
                   "was killed, or the network failed",
                   rank_, p.rank, ucs_status_string(p.failure), p.pending));
     }
-    if (!checkConnections || !tcp_->peerClosed(p.rank)) continue;
-    if (!p.closedSeen) {
-      p.closedSeen = true;
-      p.closedSince = now;
-    } else if (now - p.closedSince > std::chrono::milliseconds(grace)) {
-      fail(ternRemoteError,
-           format("rank %d: rank %d closed its connection with %d transfer(s) pending (the peer exited, was killed, "
-                  "or aborted)",
-                  rank_, p.rank, p.pending));
+    if (checkConnections && p.closed.expired(tcp_->peerClosed(p.rank), now, grace)) {
+      fail(ternRemoteError, ClosedPeerGrace::errorMessage(rank_, p.rank, p.pending));
     }
   }
 }
@@ -308,7 +293,7 @@ void UcxTransport::waitForEvents(int ms) {
   if (status == UCS_ERR_BUSY) return;  // events arrived since the last progress: go and handle them
   if (status != UCS_OK)
     fail(ucx::resultFor(status), format("rank %d: ucx: ucp_worker_arm failed: %s", rank_, ucs_status_string(status)));
-  pollfd fds[2] = {{worker_->eventFd(), POLLIN, 0}, {wakeFd_, POLLIN, 0}};
+  pollfd fds[2] = {{worker_->eventFd(), POLLIN, 0}, {abortSignal_.wakeFd(), POLLIN, 0}};
   if (::poll(fds, 2, ms) < 0 && errno != EINTR) throwSystemError("ucx: poll");
 }
 
@@ -316,38 +301,22 @@ int UcxTransport::progress(int waitMs) {
   throwIfBroken();
   int completed = poll();
   if (completed > 0 || waitMs <= 0 || live_.empty()) return completed;
-  auto until = Clock::now() + std::chrono::milliseconds(waitMs);
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
-    waitForEvents(static_cast<int>(std::clamp<long long>(left, 0, kSliceMs)));
-    throwIfBroken();
-    completed = poll();
-    if (completed > 0 || live_.empty()) return completed;
-    checkPeers(true);
-    if (Clock::now() >= until) return 0;
-  }
+  return waitInSlices(
+      waitMs,
+      [this](int ms) {
+        waitForEvents(ms);
+        return 0;
+      },
+      [this] {
+        throwIfBroken();
+        return poll();
+      },
+      [this] { return !live_.empty(); }, [this] { checkPeers(true); });
 }
 
 void UcxTransport::throwIfBroken() {
-  if (broken_) throw Error(brokenCode_, brokenMessage_);
-  if (aborted_.load(std::memory_order_acquire)) {
-    std::string reason;
-    {
-      std::lock_guard<std::mutex> lock(abortMutex_);
-      reason = abortReason_;
-    }
-    fail(ternRemoteError, format("rank %d: communicator aborted: %s", rank_, reason.c_str()));
-  }
-}
-
-void UcxTransport::fail(ternResult_t code, const std::string& message) {
-  if (!broken_) {
-    broken_ = true;
-    brokenCode_ = code;
-    brokenMessage_ = message;
-    cancelOutstanding();
-  }
-  throw Error(brokenCode_, brokenMessage_);
+  failure_.rethrowIfFailed();
+  if (abortSignal_.raised()) fail(ternRemoteError, abortSignal_.errorMessage(rank_));
 }
 
 void UcxTransport::cancelOutstanding() {
@@ -358,14 +327,7 @@ void UcxTransport::cancelOutstanding() {
 }
 
 void UcxTransport::abort(const std::string& reason) {
-  {
-    std::lock_guard<std::mutex> lock(abortMutex_);
-    if (aborted_.load()) return;
-    abortReason_ = reason;
-  }
-  aborted_.store(true, std::memory_order_release);
-  uint64_t one = 1;
-  (void)!::write(wakeFd_, &one, sizeof(one));
+  if (!abortSignal_.raise(reason)) return;
   // Peers watch the TCP mesh: shutting it down makes them fail now rather than at their timeout.
   tcp_->abort(reason);
 }

@@ -16,13 +16,14 @@
 // down so that peers fail at once too.
 #pragma once
 
-#include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "tern/tern.h"
+#include "transport/abort_signal.hpp"
+#include "transport/closed_peer_grace.hpp"
+#include "transport/failure_latch.hpp"
 #include "transport/network_factory.hpp"
 #include "transport/transport.hpp"
 #include "transport/ucx/ucx_memory.hpp"
@@ -67,11 +68,10 @@ class UcxTransport : public Transport {
     ucp_ep_h ep = nullptr;
     uint64_t sendSequence = 0;
     uint64_t recvSequence = 0;
-    int pending = 0;                  // live transfers with this peer
-    ucs_status_t failure = UCS_OK;    // set by UCX's endpoint error handler
-    bool peerErrors = false;          // UCX error handling is on (else only the TCP check sees failures)
-    bool closedSeen = false;          // its TCP control connection is closed...
-    Clock::time_point closedSince{};  // ...since then (a grace period lets in-flight data land)
+    int pending = 0;                // live transfers with this peer
+    ucs_status_t failure = UCS_OK;  // set by UCX's endpoint error handler
+    bool peerErrors = false;        // UCX error handling is on (else only the TCP check sees failures)
+    ClosedPeerGrace closed;         // its TCP control connection closed (a grace period lets in-flight data land)
   };
 
   UcxTransport(const NetworkSetup& setup);
@@ -85,7 +85,7 @@ class UcxTransport : public Transport {
   void checkPeers(bool checkConnections);
   void waitForEvents(int ms);
   void throwIfBroken();
-  [[noreturn]] void fail(ternResult_t code, const std::string& message);
+  [[noreturn]] void fail(ternResult_t code, const std::string& message) { failure_.fail(code, message); }
   void cancelOutstanding();
   void shutdown();
 
@@ -108,13 +108,9 @@ class UcxTransport : public Transport {
   std::vector<Op*> completed_;  // finished inside UCX (or at post time), not yet reported
   std::vector<Op*> reapBatch_;  // reap()'s working copy of completed_ (kept to reuse its capacity)
 
-  int wakeFd_ = -1;
-  std::atomic<bool> aborted_{false};
-  std::mutex abortMutex_;
-  std::string abortReason_;
-  bool broken_ = false;  // an error left this transport: callers' Transfers may be gone, never touch them again
-  ternResult_t brokenCode_ = ternSuccess;
-  std::string brokenMessage_;
+  AbortSignal abortSignal_;
+  // An error left this transport: callers' Transfers may be gone, never touch them again.
+  FailureLatch failure_{[this] { cancelOutstanding(); }};
 };
 
 }  // namespace tern
