@@ -4,23 +4,20 @@
 using namespace tern::perf;
 
 int main(int argc, char** argv) {
-  CollectiveSpec spec{
-      "alltoall",
-      "alltoall_perf",
-      false,
-      false,
-      [](int n) { return static_cast<double>(n - 1) / n; },
-      [](size_t count, int n, int) { return Layout{count, count, count / n, 0}; },
-      [](size_t count, int n) { return count / n * n; },
-      [](const void* s, void* r, size_t c, ternDataType_t t, ternRedOp_t, int, ternComm_t comm) {
-        return ternAlltoAll(s, r, c, t, comm);
-      },
-      // Element j of my send buffer goes to rank j / per; encode the source rank and position.
-      [](size_t j, int rank, int, size_t, ternRedOp_t, int) { return patternValue(rank, j, ternSum); },
-      [](size_t j, int rank, int, size_t per, ternRedOp_t, int, double* out) {
-        int src = static_cast<int>(j / per);
-        *out = patternValue(src, static_cast<size_t>(rank) * per + j % per, ternSum);
-        return true;
-      }};
+  CollectiveSpec spec{"alltoall", "alltoall_perf", false, false, [](int n) { return static_cast<double>(n - 1) / n; },
+                      [](size_t count, int n, int) {
+                        return Layout{count, count, count / n, 0};
+                      },
+                      [](size_t count, int n) { return count / n * n; },
+                      [](const void* s, void* r, size_t c, ternDataType_t t, ternRedOp_t, int, ternComm_t comm) {
+                        return ternAlltoAll(s, r, c, t, comm);
+                      },
+                      // Element j of my send buffer goes to rank j / per; encode the source rank and position.
+                      [](size_t j, int rank, int, size_t, ternRedOp_t, int) { return patternValue(rank, j, ternSum); },
+                      [](size_t j, int rank, int, size_t per, ternRedOp_t, int, double* out) {
+                        int src = static_cast<int>(j / per);
+                        *out = patternValue(src, static_cast<size_t>(rank) * per + j % per, ternSum);
+                        return true;
+                      }};
   return runPerf(spec, argc, argv);
 }

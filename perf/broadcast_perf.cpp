@@ -4,23 +4,24 @@
 using namespace tern::perf;
 
 int main(int argc, char** argv) {
-  CollectiveSpec spec{
-      "broadcast",
-      "broadcast_perf",
-      false,
-      true,
-      [](int) { return 1.0; },
-      [](size_t count, int, int) { return Layout{count, count, count, 0}; },
-      [](size_t count, int) { return count; },
-      [](const void* s, void* r, size_t c, ternDataType_t t, ternRedOp_t, int root, ternComm_t comm) {
-        return ternBroadcast(s, r, c, t, root, comm);
-      },
-      [](size_t j, int rank, int, size_t, ternRedOp_t, int root) {
-        return rank == root ? patternValue(root, j, ternSum) : 0.0;
-      },
-      [](size_t j, int, int, size_t, ternRedOp_t, int root, double* out) {
-        *out = patternValue(root, j, ternSum);
-        return true;
-      }};
+  CollectiveSpec spec{"broadcast",
+                      "broadcast_perf",
+                      false,
+                      true,
+                      [](int) { return 1.0; },
+                      [](size_t count, int, int) {
+                        return Layout{count, count, count, 0};
+                      },
+                      [](size_t count, int) { return count; },
+                      [](const void* s, void* r, size_t c, ternDataType_t t, ternRedOp_t, int root, ternComm_t comm) {
+                        return ternBroadcast(s, r, c, t, root, comm);
+                      },
+                      [](size_t j, int rank, int, size_t, ternRedOp_t, int root) {
+                        return rank == root ? patternValue(root, j, ternSum) : 0.0;
+                      },
+                      [](size_t j, int, int, size_t, ternRedOp_t, int root, double* out) {
+                        *out = patternValue(root, j, ternSum);
+                        return true;
+                      }};
   return runPerf(spec, argc, argv);
 }

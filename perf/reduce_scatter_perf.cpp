@@ -4,25 +4,24 @@
 using namespace tern::perf;
 
 int main(int argc, char** argv) {
-  CollectiveSpec spec{
-      "reducescatter",
-      "reduce_scatter_perf",
-      true,
-      false,
-      [](int n) { return static_cast<double>(n - 1) / n; },
-      [](size_t count, int n, int rank) {
-        size_t per = count / n;
-        return Layout{count, count, per, 0 * rank};
-      },
-      [](size_t count, int n) { return count / n * n; },
-      [](const void* s, void* r, size_t c, ternDataType_t t, ternRedOp_t op, int, ternComm_t comm) {
-        return ternReduceScatter(s, r, c, t, op, comm);
-      },
-      [](size_t j, int rank, int, size_t, ternRedOp_t op, int) { return patternValue(rank, j, op); },
-      [](size_t j, int rank, int n, size_t per, ternRedOp_t op, int, double* out) {
-        if (j >= per) return false;
-        *out = reduceOverRanks(n, static_cast<size_t>(rank) * per + j, op);
-        return true;
-      }};
+  CollectiveSpec spec{"reducescatter",
+                      "reduce_scatter_perf",
+                      true,
+                      false,
+                      [](int n) { return static_cast<double>(n - 1) / n; },
+                      [](size_t count, int n, int rank) {
+                        size_t per = count / n;
+                        return Layout{count, count, per, 0 * rank};
+                      },
+                      [](size_t count, int n) { return count / n * n; },
+                      [](const void* s, void* r, size_t c, ternDataType_t t, ternRedOp_t op, int, ternComm_t comm) {
+                        return ternReduceScatter(s, r, c, t, op, comm);
+                      },
+                      [](size_t j, int rank, int, size_t, ternRedOp_t op, int) { return patternValue(rank, j, op); },
+                      [](size_t j, int rank, int n, size_t per, ternRedOp_t op, int, double* out) {
+                        if (j >= per) return false;
+                        *out = reduceOverRanks(n, static_cast<size_t>(rank) * per + j, op);
+                        return true;
+                      }};
   return runPerf(spec, argc, argv);
 }

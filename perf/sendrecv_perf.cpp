@@ -6,13 +6,11 @@ using namespace tern::perf;
 
 int main(int argc, char** argv) {
   CollectiveSpec spec{
-      "sendrecv",
-      "sendrecv_perf",
-      false,
-      false,
-      [](int) { return 1.0; },
+      "sendrecv", "sendrecv_perf", false, false, [](int) { return 1.0; },
       // "In-place" sends from the second half of the receive allocation (the same pointer for both would race).
-      [](size_t count, int, int) { return Layout{count, 2 * count, count, count}; },
+      [](size_t count, int, int) {
+        return Layout{count, 2 * count, count, count};
+      },
       [](size_t count, int) { return count; },
       [](const void* s, void* r, size_t c, ternDataType_t t, ternRedOp_t, int, ternComm_t comm) {
         int n = 0, rank = 0;

@@ -27,15 +27,15 @@ extern "C" {
 
 /** Result codes; values and meanings are those of ncclResult_t. */
 typedef enum {
-  ternSuccess = 0,             /**< The call succeeded. */
-  ternUnhandledCudaError = 1,  /**< A CUDA call failed. */
-  ternSystemError = 2,         /**< A system call failed (socket, mmap, ...). */
-  ternInternalError = 3,       /**< A bug in tern. */
-  ternInvalidArgument = 4,     /**< A bad argument (null buffer, bad dtype/op/root/peer, size overflow). */
-  ternInvalidUsage = 5,        /**< A bad call sequence (e.g. use after abort, unmatched group). */
-  ternRemoteError = 6,         /**< A peer failed, closed its connection or aborted. */
-  ternInProgress = 7,          /**< An asynchronous operation has not completed yet. */
-  ternTimeout = 8,             /**< A wait exceeded TERN_TIMEOUT. */
+  ternSuccess = 0,            /**< The call succeeded. */
+  ternUnhandledCudaError = 1, /**< A CUDA call failed. */
+  ternSystemError = 2,        /**< A system call failed (socket, mmap, ...). */
+  ternInternalError = 3,      /**< A bug in tern. */
+  ternInvalidArgument = 4,    /**< A bad argument (null buffer, bad dtype/op/root/peer, size overflow). */
+  ternInvalidUsage = 5,       /**< A bad call sequence (e.g. use after abort, unmatched group). */
+  ternRemoteError = 6,        /**< A peer failed, closed its connection or aborted. */
+  ternInProgress = 7,         /**< An asynchronous operation has not completed yet. */
+  ternTimeout = 8,            /**< A wait exceeded TERN_TIMEOUT. */
   ternNumResults = 9
 } ternResult_t;
 
@@ -84,18 +84,18 @@ typedef struct {
  * environment (TERN_*) or the built-in default. The size/magic/version header lets the library accept configs
  * from older headers. */
 typedef struct {
-  size_t size;           /**< sizeof(ternConfig_t), set by the initializer. */
-  unsigned int magic;    /**< TERN_CONFIG_MAGIC, set by the initializer. */
-  unsigned int version;  /**< TERN_VERSION_CODE of the header compiled against. */
-  int blocking;          /**< Reserved for NCCL compatibility: tern's init is always blocking. */
-  int timeoutMs;         /**< Timeout of every wait in ms (default TERN_TIMEOUT seconds, 300 s). */
-  int nSocketsPerPeer;   /**< TCP sockets per peer (default TERN_NSOCKS, 2). */
-  const char* algo;      /**< Algorithm selection, TERN_ALGO syntax. */
-  const char* commName;  /**< Name shown in log lines. */
+  size_t size;          /**< sizeof(ternConfig_t), set by the initializer. */
+  unsigned int magic;   /**< TERN_CONFIG_MAGIC, set by the initializer. */
+  unsigned int version; /**< TERN_VERSION_CODE of the header compiled against. */
+  int blocking;         /**< Reserved for NCCL compatibility: tern's init is always blocking. */
+  int timeoutMs;        /**< Timeout of every wait in ms (default TERN_TIMEOUT seconds, 300 s). */
+  int nSocketsPerPeer;  /**< TCP sockets per peer (default TERN_NSOCKS, 2). */
+  const char* algo;     /**< Algorithm selection, TERN_ALGO syntax. */
+  const char* commName; /**< Name shown in log lines. */
 } ternConfig_t;
 
-#define TERN_CONFIG_INITIALIZER                                                                             \
-  {                                                                                                         \
+#define TERN_CONFIG_INITIALIZER                                                                               \
+  {                                                                                                           \
     sizeof(ternConfig_t), TERN_CONFIG_MAGIC, TERN_VERSION_CODE, TERN_CONFIG_UNDEF_INT, TERN_CONFIG_UNDEF_INT, \
         TERN_CONFIG_UNDEF_INT, TERN_CONFIG_UNDEF_PTR, TERN_CONFIG_UNDEF_PTR                                   \
   }
@@ -126,8 +126,7 @@ ternResult_t ternGetUniqueId(ternUniqueId* uniqueId);
  * has joined and all peer connections are established. */
 ternResult_t ternCommInitRank(ternComm_t* comm, int nranks, ternUniqueId commId, int rank);
 /** As ternCommInitRank, with options (config may be NULL for defaults). */
-ternResult_t ternCommInitRankConfig(ternComm_t* comm, int nranks, ternUniqueId commId, int rank,
-                                    ternConfig_t* config);
+ternResult_t ternCommInitRankConfig(ternComm_t* comm, int nranks, ternUniqueId commId, int rank, ternConfig_t* config);
 /** Creates a communicator from a launcher's environment: TERN_RANK/TERN_WORLD_SIZE/TERN_ROOT_ADDR (tern-run),
  * torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Open MPI (OMPI_COMM_WORLD_RANK/SIZE) or Slurm/PMI
  * (SLURM_PROCID/SLURM_NTASKS, PMI_RANK/PMI_SIZE). With Open MPI and Slurm, the root address comes from
@@ -165,8 +164,8 @@ ternResult_t ternMemFree(void* ptr);
  * ------------------------------------------------------------------------------------------------------------- */
 
 /** recvbuff[i] = op over ranks of sendbuff[i], identical bits on every rank. */
-ternResult_t ternAllReduce(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype,
-                           ternRedOp_t op, ternComm_t comm);
+ternResult_t ternAllReduce(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype, ternRedOp_t op,
+                           ternComm_t comm);
 /** recvbuff[r*sendcount + i] = sendbuff of rank r [i]. */
 ternResult_t ternAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ternDataType_t datatype,
                            ternComm_t comm);
@@ -180,13 +179,11 @@ ternResult_t ternBroadcast(const void* sendbuff, void* recvbuff, size_t count, t
 ternResult_t ternReduce(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype, ternRedOp_t op,
                         int root, ternComm_t comm);
 /** recvbuff[r*count + i] = sendbuff of rank r [rank*count + i]. count is per peer. */
-ternResult_t ternAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype,
-                          ternComm_t comm);
+ternResult_t ternAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype, ternComm_t comm);
 /** Vector all-to-all: rank sends sendcounts[r] elements starting at sdispls[r] to rank r, and receives
  * recvcounts[r] elements from rank r at rdispls[r] (counts and displacements in elements). */
 ternResult_t ternAlltoAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[], void* recvbuff,
-                           const size_t recvcounts[], const size_t rdispls[], ternDataType_t datatype,
-                           ternComm_t comm);
+                           const size_t recvcounts[], const size_t rdispls[], ternDataType_t datatype, ternComm_t comm);
 /** Point-to-point send to peer. Between ternGroupStart and ternGroupEnd, sends and receives are only recorded and
  * run together at ternGroupEnd, so a rank may send to and receive from the same peer without deadlock. */
 ternResult_t ternSend(const void* sendbuff, size_t count, ternDataType_t datatype, int peer, ternComm_t comm);
@@ -207,15 +204,15 @@ ternResult_t ternAllGatherAsync(const void* sendbuff, void* recvbuff, size_t sen
                                 ternComm_t comm, ternRequest_t* request);
 ternResult_t ternReduceScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount, ternDataType_t datatype,
                                     ternRedOp_t op, ternComm_t comm, ternRequest_t* request);
-ternResult_t ternBroadcastAsync(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype,
-                                int root, ternComm_t comm, ternRequest_t* request);
+ternResult_t ternBroadcastAsync(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype, int root,
+                                ternComm_t comm, ternRequest_t* request);
 ternResult_t ternReduceAsync(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype,
                              ternRedOp_t op, int root, ternComm_t comm, ternRequest_t* request);
 ternResult_t ternAlltoAllAsync(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype,
                                ternComm_t comm, ternRequest_t* request);
-ternResult_t ternAlltoAllvAsync(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[],
-                                void* recvbuff, const size_t recvcounts[], const size_t rdispls[],
-                                ternDataType_t datatype, ternComm_t comm, ternRequest_t* request);
+ternResult_t ternAlltoAllvAsync(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[], void* recvbuff,
+                                const size_t recvcounts[], const size_t rdispls[], ternDataType_t datatype,
+                                ternComm_t comm, ternRequest_t* request);
 ternResult_t ternSendAsync(const void* sendbuff, size_t count, ternDataType_t datatype, int peer, ternComm_t comm,
                            ternRequest_t* request);
 ternResult_t ternRecvAsync(void* recvbuff, size_t count, ternDataType_t datatype, int peer, ternComm_t comm,

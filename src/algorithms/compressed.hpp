@@ -13,8 +13,8 @@
 //  - Allgather: each rank's block encoded once and gathered; reduce-scatter: phase one of the two-phase allreduce.
 #pragma once
 
-#include "algorithms/schedule.hpp"
 #include "algorithms/collective.hpp"
+#include "algorithms/schedule.hpp"
 
 namespace tern {
 

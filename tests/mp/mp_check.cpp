@@ -19,14 +19,14 @@ namespace {
 
 int rank = 0, nranks = 1;
 
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      std::fprintf(stderr, "rank %d: FAILED %s: ", rank, #cond);      \
-      std::fprintf(stderr, __VA_ARGS__);                              \
-      std::fprintf(stderr, "\n");                                     \
-      std::exit(1);                                                   \
-    }                                                                 \
+#define CHECK(cond, ...)                                         \
+  do {                                                           \
+    if (!(cond)) {                                               \
+      std::fprintf(stderr, "rank %d: FAILED %s: ", rank, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                         \
+      std::fprintf(stderr, "\n");                                \
+      std::exit(1);                                              \
+    }                                                            \
   } while (0)
 
 #define OK(call, comm) CHECK((call) == ternSuccess, "%s", ternGetLastError(comm))

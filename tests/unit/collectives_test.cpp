@@ -35,17 +35,38 @@ double inputValue(int r, size_t i, ternRedOp_t op, ternDataType_t dt) {
 
 void storeValue(void* buf, size_t i, ternDataType_t t, double v) {
   switch (t) {
-    case ternInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
-    case ternUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
-    case ternInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
-    case ternUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
-    case ternInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
-    case ternUint64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v); break;
-    case ternFloat16: static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v)); break;
-    case ternFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case ternFloat64: static_cast<double*>(buf)[i] = v; break;
-    case ternBfloat16: static_cast<uint16_t*>(buf)[i] = floatToBfloat16(static_cast<float>(v)); break;
-    default: break;
+    case ternInt8:
+      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v);
+      break;
+    case ternUint8:
+      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v);
+      break;
+    case ternInt32:
+      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
+      break;
+    case ternUint32:
+      static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v);
+      break;
+    case ternInt64:
+      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
+      break;
+    case ternUint64:
+      static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v);
+      break;
+    case ternFloat16:
+      static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v));
+      break;
+    case ternFloat32:
+      static_cast<float*>(buf)[i] = static_cast<float>(v);
+      break;
+    case ternFloat64:
+      static_cast<double*>(buf)[i] = v;
+      break;
+    case ternBfloat16:
+      static_cast<uint16_t*>(buf)[i] = floatToBfloat16(static_cast<float>(v));
+      break;
+    default:
+      break;
   }
 }
 
@@ -71,8 +92,8 @@ std::vector<char> fillInput(int r, size_t count, size_t offset, ternDataType_t d
 
 enum class Coll { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAlltoAll, kAlltoAllv };
 const char* collName(Coll c) {
-  static const char* names[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "AlltoAll",
-                                "AlltoAllv"};
+  static const char* names[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
+                                "Reduce",    "AlltoAll",  "AlltoAllv"};
   return names[static_cast<int>(c)];
 }
 bool reduces(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kReduce; }
@@ -215,8 +236,8 @@ void checkCollective(Coll coll, int n, size_t count, ternDataType_t dt, ternRedO
     }
     ASSERT_EQ(outputs[r].size(), want.size()) << collName(coll) << " rank " << r;
     ASSERT_TRUE(outputs[r] == want) << collName(coll) << " " << dataTypeName(dt) << " " << redOpName(op) << " n=" << n
-                                    << " count=" << count << (inPlace ? " in-place" : " out-of-place") << " rank "
-                                    << r << " differs from the reference";
+                                    << " count=" << count << (inPlace ? " in-place" : " out-of-place") << " rank " << r
+                                    << " differs from the reference";
   }
 }
 
@@ -251,14 +272,13 @@ std::string paramName(const ::testing::TestParamInfo<Params>& info) {
          std::to_string(std::get<2>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(Inproc, CollectivesMatrix,
-                         ::testing::Combine(::testing::Values(Coll::kAllReduce, Coll::kAllGather, Coll::kReduceScatter,
-                                                              Coll::kBroadcast, Coll::kReduce, Coll::kAlltoAll,
-                                                              Coll::kAlltoAllv),
-                                            ::testing::Values(1, 2, 3, 4, 5, 8),
-                                            ::testing::Values(size_t{0}, size_t{1}, size_t{7}, size_t{1023},
-                                                              size_t{(1u << 20) + 3})),
-                         paramName);
+INSTANTIATE_TEST_SUITE_P(
+    Inproc, CollectivesMatrix,
+    ::testing::Combine(::testing::Values(Coll::kAllReduce, Coll::kAllGather, Coll::kReduceScatter, Coll::kBroadcast,
+                                         Coll::kReduce, Coll::kAlltoAll, Coll::kAlltoAllv),
+                       ::testing::Values(1, 2, 3, 4, 5, 8),
+                       ::testing::Values(size_t{0}, size_t{1}, size_t{7}, size_t{1023}, size_t{(1u << 20) + 3})),
+    paramName);
 
 // The same collectives over real TCP sockets on loopback (ranks are threads of this process).
 class CollectivesOverTcp : public ::testing::TestWithParam<std::tuple<Coll, int>> {};
