@@ -1,6 +1,7 @@
 // The C API boundary: validates arguments, converts exceptions into ternResult_t plus a message for
 // ternGetLastError, and turns calls into Operations on the communicator.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -129,9 +130,31 @@ ternResult_t launch(ternComm_t comm, std::shared_ptr<Operation> op, ternRequest_
   return ternSuccess;
 }
 
+// Operations are recycled per thread: a blocking call's operation is released when it returns, and allocating a
+// new one (with its mutex, condition variable and argument vectors) is a tenth of a small shared-memory call.
+// Reused only when no one else holds it (no request handle, no queue, no worker still finishing it).
+std::shared_ptr<Operation> freshOperation() {
+  thread_local std::shared_ptr<Operation> spare;
+  if (spare && spare.use_count() == 1) {
+    std::atomic_thread_fence(std::memory_order_acquire);  // pairs with the release of the last other holder
+    Operation& o = *spare;
+    o.args = CollArgs{};
+    o.input = nullptr;
+    o.output = nullptr;
+    o.transfers.clear();
+    o.compressor = nullptr;
+    o.done = false;
+    o.result = ternSuccess;
+    o.error.clear();
+    return spare;
+  }
+  spare = std::make_shared<Operation>();
+  return spare;
+}
+
 std::shared_ptr<Operation> makeOp(Collective coll, const void* in, void* out, size_t count, ternDataType_t dt,
                                   ternRedOp_t op, int root) {
-  auto o = std::make_shared<Operation>();
+  auto o = freshOperation();
   o->args.coll = coll;
   o->args.count = count;
   o->args.dtype = dt;
