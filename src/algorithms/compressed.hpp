@@ -10,8 +10,16 @@
 //  - Sparse allgather for Top-K: each rank encodes its whole tensor (k index/value pairs, worker error feedback),
 //    the payloads are all-gathered and every rank sums them in rank order. Volume n k pairs per rank; the planner
 //    falls back to a dense path when n k pairs outweigh the dense tensor.
+//  - Hierarchical allreduce (compressed_hier), for fp32 tensors on >= 2 nodes of the same number (>= 2) of ranks
+//    (BuildOptions::hostOf): compresses only what crosses the network. Each piece is reduce-scattered inside the
+//    node uncompressed (local rank l sums slice l of every local input, in local-rank order), the node sums of
+//    slice l go through the two-phase exchange above among local rank l of every node, and the decoded slices are
+//    all-gathered inside the node uncompressed. Inter-node payload per rank: 2 (N-1)/N of its 1/g slice (N nodes
+//    of g ranks) instead of 2 (n-1)/n of the tensor, and links inside a node carry plain fp32.
 //  - Allgather: each rank's block encoded once and gathered; reduce-scatter: phase one of the two-phase allreduce.
 #pragma once
+
+#include <vector>
 
 #include "algorithms/collective.hpp"
 #include "algorithms/schedule.hpp"
@@ -20,11 +28,18 @@ namespace tern {
 
 Schedule buildCompressedTwoPhaseAllReduce(const CollArgs&, int rank, int nranks, const BuildOptions&);
 Schedule buildSparseAllGatherAllReduce(const CollArgs&, int rank, int nranks, const BuildOptions&);
+Schedule buildCompressedHierAllReduce(const CollArgs&, int rank, int nranks, const BuildOptions&);
 Schedule buildCompressedAllGather(const CollArgs&, int rank, int nranks, const BuildOptions&);
 Schedule buildCompressedReduceScatter(const CollArgs&, int rank, int nranks, const BuildOptions&);
 
-// The compressed algorithm that runs a collective with this codec ("" if none applies).
-const char* compressedAlgorithmFor(Collective c, const compress::Codec& codec);
+// Whether hostOf (BuildOptions::hostOf) describes >= 2 nodes with the same number, >= 2, of ranks each.
+bool evenMultiNode(const std::vector<int>& hostOf, int nranks);
+// Whether buildCompressed runs this call as compressed_hier: an fp32 allreduce with a dense codec on such nodes.
+bool compressedHierApplies(const CollArgs& args, const compress::Codec& codec, const std::vector<int>& hostOf,
+                           int nranks);
+// The compressed algorithm that runs a collective with this codec ("" if none applies); `hierarchical` when the
+// ranks form even multi-rank nodes and the tensor is fp32 (see compressedHierApplies).
+const char* compressedAlgorithmFor(Collective c, const compress::Codec& codec, bool hierarchical = false);
 Schedule buildCompressed(const CollArgs& args, int rank, int nranks, const BuildOptions& options);
 
 }  // namespace tern

@@ -49,6 +49,7 @@ const Knobs& knobs() {
     x.ringOrderByRank = order == "rank";
     x.compress = envString("COMPRESS").value_or("");
     x.compressMinBytes = envInt("COMPRESS_MIN_BYTES", 64 * 1024);
+    x.compressHier = envFlag("COMPRESS_HIER", false);
     return x;
   }();
   return k;

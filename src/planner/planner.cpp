@@ -180,6 +180,8 @@ Estimate Planner::runSimulation(Collective c, const CollArgs& args, const std::s
     if (!codecSpec.empty()) {
       codec = compress::makeCodec(codecSpec);
       bo.codec = codec.get();
+      // buildCompressed picks compressed_hier from the host map; simulate the algorithm that was named.
+      if (algorithm != "compressed_hier") bo.hostOf.clear();
       costs.codec = codecSpeed(config_.params, codecSpec);
     } else {
       info = findAlgorithm(c, algorithm);

@@ -1,0 +1,201 @@
+// Hierarchical compressed allreduce (compressed_hier): ranks of one process cannot have different host ids, so the
+// schedules are built with BuildOptions::hostOf and executed together, one thread per rank over the in-process
+// transport, with per-rank worker/server error feedback as the communicator keeps them. Every rank's result must
+// equal, bit for bit, the reference computed here with the codec API directly: fp32 node sums in local-rank order,
+// the two-phase exchange of each slice across nodes, then the slice copied to every rank of the node. Several
+// steps, so that the residuals are exercised too.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "algorithms/compressed.hpp"
+#include "compress/codec_factory.hpp"
+#include "compress/error_feedback.hpp"
+#include "core/executor.hpp"
+#include "core/unique_id.hpp"
+#include "transport/inproc/inproc_transport.hpp"
+
+namespace tern {
+namespace {
+
+std::vector<float> gradient(int rank, int step, size_t n) {
+  std::vector<float> g(n);
+  uint32_t x = 2654435761u * static_cast<uint32_t>(rank + 1) + 40503u * static_cast<uint32_t>(step + 7);
+  for (auto& v : g) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    v = (static_cast<float>(x % 20001) - 10000.0f) / 1000.0f;
+  }
+  return g;
+}
+
+constexpr uint64_t kSeed = 0x7465726e;
+constexpr size_t kPieceElems = (size_t{4} << 20) / sizeof(float);  // BuildOptions::compressedPieceBytes as fp32
+
+size_t part(size_t count, int n, int c) { return count * static_cast<size_t>(c) / static_cast<size_t>(n); }
+
+// Ranks are laid out node by node: rank = node * g + local.
+struct HierReference {
+  std::unique_ptr<compress::Codec> codec;
+  int nodes, g;
+  size_t count;
+  std::vector<compress::ErrorFeedback> worker, server;
+  HierReference(const std::string& spec, int numNodes, int perNode, size_t cnt)
+      : codec(compress::makeCodec(spec)),
+        nodes(numNodes),
+        g(perNode),
+        count(cnt),
+        worker(numNodes * perNode, compress::ErrorFeedback(cnt)),
+        server(numNodes * perNode, compress::ErrorFeedback(cnt)) {}
+
+  std::vector<float> step(const std::vector<std::vector<float>>& in, uint64_t stepIndex, bool avg) {
+    const int n = nodes * g;
+    std::vector<float> out(count, 0.0f);
+    for (size_t base = 0; base < count; base += kPieceElems) {
+      const size_t pc = std::min(kPieceElems, count - base);
+      for (int j = 0; j < g; ++j) {  // slice j, handled by local rank j of every node
+        const size_t so = base + part(pc, g, j), sl = part(pc, g, j + 1) - part(pc, g, j);
+        std::vector<std::vector<float>> nodeSum(nodes, std::vector<float>(sl));
+        for (int k = 0; k < nodes; ++k) {
+          for (size_t i = 0; i < sl; ++i) {
+            float s = in[k * g][so + i];
+            for (int l = 1; l < g; ++l) s += in[k * g + l][so + i];
+            nodeSum[k][i] = s;
+          }
+        }
+        for (int c = 0; c < nodes; ++c) {  // chunk c of the slice, reduced by node c
+          const size_t co = part(sl, nodes, c), len = part(sl, nodes, c + 1) - co;
+          std::vector<float> acc(len, 0.0f);
+          for (int k = 0; k < nodes; ++k) {
+            std::vector<uint8_t> payload(codec->payloadBytes(len));
+            worker[k * g + j].encode(*codec, nodeSum[k].data() + co, ternFloat32, len, payload.data(),
+                                     {kSeed, stepIndex, so + co});
+            codec->decode(payload.data(), payload.size(), len, acc.data(), k > 0);
+          }
+          if (avg) {
+            for (auto& v : acc) v = v / static_cast<float>(n);
+          }
+          std::vector<uint8_t> reduced(codec->payloadBytes(len));
+          server[c * g + j].encode(*codec, acc.data(), ternFloat32, len, reduced.data(), {kSeed, stepIndex, so + co});
+          codec->decode(reduced.data(), reduced.size(), len, out.data() + so + co, false);
+        }
+      }
+    }
+    return out;
+  }
+};
+
+void checkHier(const std::string& spec, int numNodes, int perNode, size_t count, int steps, bool inPlace) {
+  const int n = numNodes * perNode;
+  BuildOptions bo;
+  for (int r = 0; r < n; ++r) bo.hostOf.push_back(10 + r / perNode);  // host ids need not start at 0
+  auto codec = compress::makeCodec(spec);
+  bo.codec = codec.get();
+  for (bool avg : {false, true}) {
+    CollArgs args;
+    args.count = count;
+    args.op = avg ? ternAvg : ternSum;
+    args.inPlace = inPlace;
+    ASSERT_TRUE(compressedHierApplies(args, *codec, bo.hostOf, n));
+    std::vector<Schedule> schedules;
+    for (int r = 0; r < n; ++r) schedules.push_back(buildCompressed(args, r, n, bo));
+    ASSERT_EQ(schedules[0].algorithm, "compressed_hier");
+    HierReference ref(spec, numNodes, perNode, count);
+    std::vector<compress::ErrorFeedback> worker(n, compress::ErrorFeedback(count));
+    std::vector<compress::ErrorFeedback> server(n, compress::ErrorFeedback(count));
+    const Secret secret = Secret::random();
+    std::vector<std::unique_ptr<InprocTransport>> transports(n);
+    {
+      std::vector<std::thread> joins;
+      for (int r = 0; r < n; ++r) joins.emplace_back([&, r] { transports[r] = InprocTransport::join(secret, r, n); });
+      for (auto& t : joins) t.join();
+    }
+    for (int s = 0; s < steps; ++s) {
+      std::vector<std::vector<float>> in(n), out(n);
+      for (int r = 0; r < n; ++r) {
+        in[r] = gradient(r, s, count);
+        out[r] = inPlace ? in[r] : std::vector<float>(count, -1.0f);
+      }
+      std::vector<std::thread> threads;
+      for (int r = 0; r < n; ++r) {
+        threads.emplace_back([&, r] {
+          std::vector<char> scratch(schedules[r].scratchBytes);
+          ExecContext ctx;
+          ctx.transport = transports[r].get();
+          ctx.dtype = ternFloat32;
+          ctx.op = args.op;
+          ctx.nranks = n;
+          ctx.rank = r;
+          ctx.deadline = Clock::now() + std::chrono::seconds(60);
+          ctx.codec = codec.get();
+          ctx.feedback[0] = &worker[r];
+          ctx.feedback[1] = &server[r];
+          ctx.seed = kSeed;
+          ctx.step = static_cast<uint64_t>(s);
+          const void* input = inPlace ? out[r].data() : in[r].data();
+          ExecBuffers buffers{input, out[r].data(), scratch.data()};
+          try {
+            executeSchedule(schedules[r], buffers, ctx);
+          } catch (const std::exception& e) {
+            ADD_FAILURE() << "rank " << r << ": " << e.what();
+          }
+        });
+      }
+      for (auto& t : threads) t.join();
+      const std::vector<float> want = ref.step(in, static_cast<uint64_t>(s), avg);
+      for (int r = 0; r < n; ++r) {
+        ASSERT_EQ(std::memcmp(out[r].data(), want.data(), count * sizeof(float)), 0)
+            << spec << " " << numNodes << "x" << perNode << " count " << count << " step " << s << " rank " << r
+            << (avg ? " avg" : " sum") << (inPlace ? " in place" : "");
+      }
+    }
+  }
+}
+
+TEST(CompressedHierAllReduce, MatchesTheReferenceOnEveryRankOverSteps) {
+  for (const char* spec : {"sign", "qsgd:4"}) {
+    for (int nodes : {2, 3}) {
+      checkHier(spec, nodes, 2, 10007, 3, false);
+      checkHier(spec, nodes, 2, 10007, 2, true);
+    }
+  }
+  checkHier("sign", 2, 3, 10007, 2, false);  // odd node size: slices of uneven length
+}
+
+// Larger than one pipeline piece: each piece's slices, chunks, scales and residuals line up with the reference's.
+TEST(CompressedHierAllReduce, SeveralPiecesMatchTheReference) {
+  for (const char* spec : {"sign", "qsgd:4"}) {
+    for (int nodes : {2, 3}) checkHier(spec, nodes, 2, 2 * kPieceElems + 4097, 2, false);
+  }
+}
+
+TEST(CompressedHierAllReduce, OnlyFp32DenseAllReduceOnEvenMultiRankNodes) {
+  auto sign = compress::makeCodec("sign");
+  auto topk = compress::makeCodec("topk:0.01");
+  CollArgs args;
+  args.count = 100;
+  const std::vector<int> even{0, 0, 1, 1};
+  EXPECT_TRUE(compressedHierApplies(args, *sign, even, 4));
+  EXPECT_FALSE(compressedHierApplies(args, *topk, even, 4));
+  EXPECT_FALSE(compressedHierApplies(args, *sign, {}, 4));               // one host
+  EXPECT_FALSE(compressedHierApplies(args, *sign, {0, 0, 0, 1, 1}, 5));  // uneven nodes
+  EXPECT_FALSE(compressedHierApplies(args, *sign, {0, 1, 2, 3}, 4));     // one rank per node
+  EXPECT_FALSE(compressedHierApplies(args, *sign, {0, 0, 0, 0}, 4));     // one node
+  args.dtype = ternBfloat16;
+  EXPECT_FALSE(compressedHierApplies(args, *sign, even, 4));
+  args.dtype = ternFloat32;
+  args.coll = Collective::kReduceScatter;
+  EXPECT_FALSE(compressedHierApplies(args, *sign, even, 4));
+  EXPECT_STREQ(compressedAlgorithmFor(Collective::kAllReduce, *sign, true), "compressed_hier");
+  EXPECT_STREQ(compressedAlgorithmFor(Collective::kAllReduce, *sign), "compressed_2phase");
+  EXPECT_STREQ(compressedAlgorithmFor(Collective::kAllReduce, *topk, true), "sparse_allgather");
+}
+
+}  // namespace
+}  // namespace tern
