@@ -25,6 +25,12 @@ ternResult_t ternQueryCompressedAlgorithm(ternComm_t comm, const char* collectiv
                                           ternDataType_t datatype, const char* codec, char* name, size_t nameLen,
                                           double* predictedUs);
 
+/** Converts count values between the floating-point types (ternFloat16, ternBfloat16, ternFloat32, ternFloat64)
+ * with the library's own rounding (to nearest even; NaN stays NaN), so that values converted by a caller and by a
+ * collective agree bit for bit. src and dst must not overlap unless they are the same buffer of the same type.
+ * ternInvalidArgument for another type or a NULL buffer with count > 0. */
+ternResult_t ternConvert(const void* src, ternDataType_t srcType, void* dst, ternDataType_t dstType, size_t count);
+
 /** Name of the transport comm runs on ("tcp", "inproc", "shm", ...). */
 const char* ternCommTransportName(ternComm_t comm);
 

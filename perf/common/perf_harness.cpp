@@ -36,50 +36,17 @@ using Clock = std::chrono::steady_clock;
     if (r_ != ternSuccess) die(#call, r_, comm); \
   } while (0)
 
-uint16_t floatToHalfBits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (exp <= 0) {
-    if (exp < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    uint32_t shift = static_cast<uint32_t>(14 - exp);
-    uint32_t half = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1);
-    uint32_t mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1))) ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) ++half;
-  return static_cast<uint16_t>(half);
+// fp16/bf16 values go through the library's own conversion (ternConvert), so expected values are rounded exactly
+// as the collectives round.
+uint16_t toHalfType(float f, ternDataType_t t) {
+  uint16_t h = 0;
+  ternConvert(&f, ternFloat32, &h, t, 1);
+  return h;
 }
 
-float halfBitsToFloat(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
-  if (exp == 0) {
-    if (mant == 0) {
-      x = sign;
-    } else {
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while (!(mant & 0x400u));
-      x = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13;
-    }
-  } else if (exp == 31) {
-    x = sign | 0x7f800000u | mant << 13;
-  } else {
-    x = sign | (exp - 15 + 127) << 23 | mant << 13;
-  }
-  float f;
-  std::memcpy(&f, &x, 4);
+float fromHalfType(uint16_t h, ternDataType_t t) {
+  float f = 0;
+  ternConvert(&h, t, &f, ternFloat32, 1);
   return f;
 }
 
@@ -104,7 +71,7 @@ void store(void* buf, size_t i, ternDataType_t t, double v) {
       static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v);
       break;
     case ternFloat16:
-      static_cast<uint16_t*>(buf)[i] = floatToHalfBits(static_cast<float>(v));
+      static_cast<uint16_t*>(buf)[i] = toHalfType(static_cast<float>(v), t);
       break;
     case ternFloat32:
       static_cast<float*>(buf)[i] = static_cast<float>(v);
@@ -112,13 +79,9 @@ void store(void* buf, size_t i, ternDataType_t t, double v) {
     case ternFloat64:
       static_cast<double*>(buf)[i] = v;
       break;
-    case ternBfloat16: {
-      float f = static_cast<float>(v);
-      uint32_t x;
-      std::memcpy(&x, &f, 4);
-      static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+    case ternBfloat16:
+      static_cast<uint16_t*>(buf)[i] = toHalfType(static_cast<float>(v), t);
       break;
-    }
     default:
       break;
   }
@@ -139,17 +102,13 @@ double load(const void* buf, size_t i, ternDataType_t t) {
     case ternUint64:
       return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
     case ternFloat16:
-      return halfBitsToFloat(static_cast<const uint16_t*>(buf)[i]);
+      return fromHalfType(static_cast<const uint16_t*>(buf)[i], t);
     case ternFloat32:
       return static_cast<const float*>(buf)[i];
     case ternFloat64:
       return static_cast<const double*>(buf)[i];
-    case ternBfloat16: {
-      uint32_t x = static_cast<uint32_t>(static_cast<const uint16_t*>(buf)[i]) << 16;
-      float f;
-      std::memcpy(&f, &x, 4);
-      return f;
-    }
+    case ternBfloat16:
+      return fromHalfType(static_cast<const uint16_t*>(buf)[i], t);
     default:
       return 0;
   }

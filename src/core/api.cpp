@@ -19,6 +19,7 @@
 #include "core/env_init.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "kernels/reduce.hpp"
 #include "tern/tern.h"
 #include "tern/tern_ext.h"
 #include "transport/shm/intra_node.hpp"
@@ -763,6 +764,63 @@ TERN_API ternResult_t ternQueryCompressedAlgorithm(ternComm_t comm, const char* 
     const std::string algo = c.compressedAlgorithmFor(args, codec, &seconds);
     if (name != nullptr && nameLen > 0) std::snprintf(name, nameLen, "%s", algo.c_str());
     if (predictedUs != nullptr) *predictedUs = seconds * 1e6;
+    return ternSuccess;
+  });
+}
+
+namespace {
+
+float toFloatValue(const void* src, ternDataType_t t, size_t i) {
+  switch (t) {
+    case ternFloat16:
+      return halfToFloat(static_cast<const uint16_t*>(src)[i]);
+    case ternBfloat16:
+      return bfloat16ToFloat(static_cast<const uint16_t*>(src)[i]);
+    case ternFloat64:
+      return static_cast<float>(static_cast<const double*>(src)[i]);
+    default:
+      return static_cast<const float*>(src)[i];
+  }
+}
+
+void storeFloatValue(void* dst, ternDataType_t t, size_t i, float v) {
+  switch (t) {
+    case ternFloat16:
+      static_cast<uint16_t*>(dst)[i] = floatToHalf(v);
+      break;
+    case ternBfloat16:
+      static_cast<uint16_t*>(dst)[i] = floatToBfloat16(v);
+      break;
+    case ternFloat64:
+      static_cast<double*>(dst)[i] = v;
+      break;
+    default:
+      static_cast<float*>(dst)[i] = v;
+  }
+}
+
+bool isFloatType(ternDataType_t t) {
+  return t == ternFloat16 || t == ternBfloat16 || t == ternFloat32 || t == ternFloat64;
+}
+
+}  // namespace
+
+TERN_API ternResult_t ternConvert(const void* src, ternDataType_t srcType, void* dst, ternDataType_t dstType,
+                                  size_t count) {
+  return guarded([&] {
+    const char* fn = "ternConvert";
+    if (!isFloatType(srcType) || !isFloatType(dstType)) {
+      throwError(ternInvalidArgument, "%s: only float16, bfloat16, float32 and float64 convert (got %d -> %d)", fn,
+                 static_cast<int>(srcType), static_cast<int>(dstType));
+    }
+    checkBuffer(src, count, fn, "src");
+    checkBuffer(dst, count, fn, "dst");
+    if (srcType == dstType) {
+      if (src != dst && count > 0) std::memmove(dst, src, count * dataTypeSize(srcType));
+      return ternSuccess;
+    }
+    // Through fp32, as the collectives convert (fp64 to a half type therefore rounds twice, like theirs).
+    for (size_t i = 0; i < count; ++i) storeFloatValue(dst, dstType, i, toFloatValue(src, srcType, i));
     return ternSuccess;
   });
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/unique_id.hpp"
+#include "kernels/reduce.hpp"
 #include "rank_threads.hpp"
 #include "tern/tern_ext.h"
 
@@ -271,6 +272,29 @@ TEST(Api, QueryAlgorithmNamesWhatRuns) {
     EXPECT_EQ(ternQueryAlgorithm(comm, "nonsense", 1, ternFloat32, name, sizeof(name), &us), ternInvalidArgument);
     EXPECT_STREQ(ternCommTransportName(comm), "inproc");
   });
+}
+
+TEST(Api, ConvertRoundsLikeTheCoreAndRefusesOtherTypes) {
+  const std::vector<float> in = {1.0f, -2.5f, 65504.0f, 1e-8f, 3.14159265f, 70000.0f};
+  std::vector<uint16_t> half(in.size()), bf(in.size());
+  ASSERT_EQ(ternConvert(in.data(), ternFloat32, half.data(), ternFloat16, in.size()), ternSuccess);
+  ASSERT_EQ(ternConvert(in.data(), ternFloat32, bf.data(), ternBfloat16, in.size()), ternSuccess);
+  for (size_t i = 0; i < in.size(); ++i) {
+    EXPECT_EQ(half[i], floatToHalf(in[i])) << i;
+    EXPECT_EQ(bf[i], floatToBfloat16(in[i])) << i;
+  }
+  EXPECT_EQ(half[5], 0x7c00u);  // out of fp16 range: infinity
+  std::vector<float> back(in.size());
+  ASSERT_EQ(ternConvert(half.data(), ternFloat16, back.data(), ternFloat32, in.size()), ternSuccess);
+  EXPECT_EQ(back[0], 1.0f);
+  EXPECT_EQ(back[1], -2.5f);
+  std::vector<double> wide(in.size());
+  ASSERT_EQ(ternConvert(bf.data(), ternBfloat16, wide.data(), ternFloat64, in.size()), ternSuccess);
+  EXPECT_EQ(wide[1], -2.5);
+  int32_t x = 0;
+  EXPECT_EQ(ternConvert(&x, ternInt32, back.data(), ternFloat32, 1), ternInvalidArgument);
+  EXPECT_EQ(ternConvert(nullptr, ternFloat32, back.data(), ternFloat16, 1), ternInvalidArgument);
+  EXPECT_EQ(ternConvert(nullptr, ternFloat32, nullptr, ternFloat16, 0), ternSuccess);
 }
 
 TEST(Api, QueryCompressedAlgorithmNamesTheCompressedScheduleAndPricesIt) {
