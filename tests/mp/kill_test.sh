@@ -2,10 +2,16 @@
 # A rank killed with SIGKILL in the middle of an allreduce: every other rank must return an error within
 # 2 x TERN_TIMEOUT of the kill (in practice at once: the closed socket is noticed). Ranks are started directly
 # with the launcher environment (no tern-run, which would itself stop the survivors).
+#
+#   kill_test.sh CHECK_BINARY [NRANKS=4] [VICTIM=2] [--shm]
+#
+# --shm: the ranks share memory (tern_shm_check); afterwards /dev/shm must also hold no segment of the job.
 set -u
 bin=$1
 nranks=${2:-4}
 victim=${3:-2}
+check_shm=0
+[ "${4:-}" = "--shm" ] && check_shm=1
 timeout_s=${TERN_TIMEOUT:-5}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"; kill $(jobs -p) 2>/dev/null' EXIT
@@ -44,5 +50,19 @@ for ((r = 0; r < nranks; r++)); do
     echo "FAIL: rank $r took ${delay}s (> 2 x TERN_TIMEOUT = $((2 * timeout_s))s)"; fail=1
   fi
 done
+if [ $check_shm -eq 1 ]; then
+  # Segment names carry FNV-1a-64 of the secret's bytes (src/transport/shm/mesh.cpp: Mesh::jobTag), not the secret.
+  tag=$(python3 -c "
+h = 0xcbf29ce484222325
+for b in bytes.fromhex('$secret'):
+    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+print(f'{h:016x}')")
+  leftovers=$(ls /dev/shm 2>/dev/null | grep -e "$tag" -e "$secret")
+  if [ -n "$leftovers" ]; then
+    echo "FAIL: segments of the job left in /dev/shm:"; echo "$leftovers"; fail=1
+  else
+    echo "no segment of the job (tag $tag) in /dev/shm"
+  fi
+fi
 [ $fail -eq 0 ] && echo "PASS: every surviving rank failed within 2 x TERN_TIMEOUT"
 exit $fail
