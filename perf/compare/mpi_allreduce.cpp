@@ -18,27 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "driver_common.hpp"
+
 namespace {
 
-// Parses "256M", "4k", "1G", "8" into bytes; suffixes are powers of 1024 exactly as nccl-tests' -b/-e.
-std::optional<size_t> ParseBytes(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (end == s.c_str()) return std::nullopt;
-  size_t mult = 1;
-  const std::string suffix(end);
-  if (suffix == "K" || suffix == "k") {
-    mult = 1ull << 10;
-  } else if (suffix == "M" || suffix == "m") {
-    mult = 1ull << 20;
-  } else if (suffix == "G" || suffix == "g") {
-    mult = 1ull << 30;
-  } else if (!suffix.empty()) {
-    return std::nullopt;
-  }
-  return static_cast<size_t>(v) * mult;
-}
+using tern::compare::FormatTime;
+using tern::compare::InputValue;
+using tern::compare::ParseBytes;
+using tern::compare::Record;
+using tern::compare::WriteJson;
 
 struct Options {
   std::string min_bytes = "8";
@@ -51,53 +39,6 @@ struct Options {
   bool inplace = false;
   std::string json;
 };
-
-// nccl-tests' time formatting: keep the column 7 wide whatever the magnitude.
-std::string FormatTime(double us) {
-  char buf[32];
-  if (us >= 10000.0) {
-    std::snprintf(buf, sizeof(buf), "%7.0f", us);
-  } else if (us >= 100.0) {
-    std::snprintf(buf, sizeof(buf), "%7.1f", us);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%7.2f", us);
-  }
-  return buf;
-}
-
-struct Record {
-  size_t bytes;
-  size_t count;
-  double time_us;
-  double algbw;
-  double busbw;
-  long wrong;  // -1: not checked
-};
-
-void WriteJson(const std::string& path, const std::vector<Record>& records) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) {
-    std::fprintf(stderr, "mpi_allreduce: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-    return;
-  }
-  std::fprintf(f, "[\n");
-  for (size_t i = 0; i < records.size(); ++i) {
-    const Record& r = records[i];
-    std::fprintf(f, "  {\"size\": %zu, \"count\": %zu, \"time_us\": %.3f, \"algbw\": %.4f, \"busbw\": %.4f, ", r.bytes,
-                 r.count, r.time_us, r.algbw, r.busbw);
-    if (r.wrong < 0) {
-      std::fprintf(f, "\"wrong\": null}%s\n", i + 1 < records.size() ? "," : "");
-    } else {
-      std::fprintf(f, "\"wrong\": %ld}%s\n", r.wrong, i + 1 < records.size() ? "," : "");
-    }
-  }
-  std::fprintf(f, "]\n");
-  std::fclose(f);
-}
-
-// Small integers, so every partial sum is exact in float32 whatever order MPI adds them in; a prime period so a
-// misplaced segment shows up as wrong values.
-inline float InputValue(int rank, size_t i) { return static_cast<float>((rank + 1) * static_cast<int>(i % 1021 + 1)); }
 
 int Run(const Options& o, int rank, int n) {
   const auto min_bytes = ParseBytes(o.min_bytes);
@@ -200,7 +141,7 @@ int Run(const Options& o, int rank, int n) {
     std::printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
     std::printf("# Avg bus bandwidth    : %g\n", records.empty() ? 0.0 : busbw_sum / records.size());
     std::printf("#\n");
-    if (!o.json.empty()) WriteJson(o.json, records);
+    if (!o.json.empty()) WriteJson("mpi_allreduce", o.json, records);
   }
   return total_wrong ? 1 : 0;
 }

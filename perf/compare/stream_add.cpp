@@ -20,27 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "driver_common.hpp"
+
 namespace {
 
-// Parses "256M", "4k", "1G", "8" into bytes; suffixes are powers of 1024 like the other drivers' -b/-e.
-std::optional<size_t> ParseBytes(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (end == s.c_str()) return std::nullopt;
-  size_t mult = 1;
-  const std::string suffix(end);
-  if (suffix == "K" || suffix == "k") {
-    mult = 1ull << 10;
-  } else if (suffix == "M" || suffix == "m") {
-    mult = 1ull << 20;
-  } else if (suffix == "G" || suffix == "g") {
-    mult = 1ull << 30;
-  } else if (!suffix.empty()) {
-    return std::nullopt;
-  }
-  return static_cast<size_t>(v) * mult;
-}
+using tern::compare::ParseBytes;
 
 // Kept out of line so the compiler cannot merge repeated passes or hoist them out of the timing loop.
 __attribute__((noinline)) void Add(float* __restrict c, const float* __restrict a, const float* __restrict b,
