@@ -11,6 +11,7 @@
 #include "compress/codec_factory.hpp"
 #include "compress/error_feedback.hpp"
 #include "rank_threads.hpp"
+#include "synthetic_gradient.hpp"
 
 namespace tern {
 namespace {
@@ -18,17 +19,7 @@ namespace {
 using testing::runOnRanks;
 using testing::Wire;
 
-std::vector<float> gradient(int rank, int step, size_t n) {
-  std::vector<float> g(n);
-  uint32_t x = 2654435761u * static_cast<uint32_t>(rank + 1) + 40503u * static_cast<uint32_t>(step + 7);
-  for (auto& v : g) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    v = (static_cast<float>(x % 20001) - 10000.0f) / 1000.0f;
-  }
-  return g;
-}
+std::vector<float> gradient(int rank, int step, size_t n) { return testing::syntheticGradient(rank, step, n); }
 
 constexpr uint64_t kSeed = 0x7465726e;  // the compressor's default seed
 

@@ -18,22 +18,13 @@
 #include "compress/error_feedback.hpp"
 #include "core/executor.hpp"
 #include "core/unique_id.hpp"
+#include "synthetic_gradient.hpp"
 #include "transport/inproc/inproc_transport.hpp"
 
 namespace tern {
 namespace {
 
-std::vector<float> gradient(int rank, int step, size_t n) {
-  std::vector<float> g(n);
-  uint32_t x = 2654435761u * static_cast<uint32_t>(rank + 1) + 40503u * static_cast<uint32_t>(step + 7);
-  for (auto& v : g) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    v = (static_cast<float>(x % 20001) - 10000.0f) / 1000.0f;
-  }
-  return g;
-}
+std::vector<float> gradient(int rank, int step, size_t n) { return testing::syntheticGradient(rank, step, n); }
 
 constexpr uint64_t kSeed = 0x7465726e;
 constexpr size_t kPieceElems = (size_t{4} << 20) / sizeof(float);  // BuildOptions::compressedPieceBytes as fp32
