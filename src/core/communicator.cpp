@@ -303,18 +303,28 @@ std::string Communicator::algorithmFor(const CollArgs& args) { return choose(arg
 
 std::string Communicator::compressedAlgorithmFor(const CollArgs& args, const std::string& codecSpec, double* seconds) {
   auto codec = compress::makeCodec(codecSpec);  // throws ternInvalidArgument for a bad spec
-  const char* name = tern::compressedAlgorithmFor(
-      args.coll, *codec, knobs().compressHier && compressedHierApplies(args, *codec, hostIndexOf(hostIds_), nranks_));
+  const bool hierarchical = compressHierFor(args, *codec);
+  const char* name = tern::compressedAlgorithmFor(args.coll, *codec, hierarchical);
   if (name == nullptr || *name == '\0') {
     throwError(ternInvalidArgument, "%s has no compressed form", collectiveName(args.coll));
   }
   *seconds = 0;
   if (planner_) {
     const double bytes = static_cast<double>(args.count) * static_cast<double>(dataTypeSize(args.dtype));
-    const planner::Estimate e = planner_->estimateCompressed(args.coll, bytes, codec->spec());
+    const planner::Estimate e = planner_->estimateCompressedForm(args.coll, bytes, codec->spec(), hierarchical);
     if (e.error.empty()) *seconds = e.seconds;
   }
   return name;
+}
+
+bool Communicator::compressHierFor(const CollArgs& args, const compress::Codec& codec) {
+  if (!compressedHierApplies(args, codec, hostIndexOf(hostIds_), nranks_)) return false;
+  if (knobs().compressHier >= 0) return knobs().compressHier == 1;  // TERN_COMPRESS_HIER forces a form
+  if (!planner_) return false;
+  // The cost model prices both forms: hier sends fewer bytes between nodes and pays an uncompressed reduce-scatter
+  // and allgather inside them, a good trade when the links inside a node are much faster than the network.
+  const double bytes = static_cast<double>(args.count) * static_cast<double>(dataTypeSize(args.dtype));
+  return planner_->estimateCompressed(args.coll, bytes, codec.spec()).algorithm == "compressed_hier";
 }
 
 std::shared_ptr<const Schedule> Communicator::scheduleFor(const CollArgs& args) {
@@ -369,10 +379,7 @@ void Communicator::runCompressed(Operation& op) {
   } else {
     BuildOptions bo;
     bo.codec = c.codec.get();
-    // TERN_COMPRESS_HIER=1: multi-node jobs compress only the inter-node part (compressed_hier). Opt-in: on the
-    // 2-core simulated cluster (4 ranks on 2 CPUs) it measured slower than the flat form (64 MB sign: 82-89 vs
-    // 69-75 ms), the fp32 traffic inside the node costing more CPU than the network bytes it saves.
-    if (knobs().compressHier) bo.hostOf = hostIndexOf(hostIds_);
+    if (compressHierFor(op.args, *c.codec)) bo.hostOf = hostIndexOf(hostIds_);  // buildCompressed: compressed_hier
     schedule = std::make_shared<const Schedule>(buildCompressed(op.args, rank_, nranks_, bo));
     TERN_LOG(kInfo, kCompress, rank_, "%s count %zu: %s with %s", collectiveName(op.args.coll), op.args.count,
              schedule->algorithm.c_str(), c.codec->spec().c_str());

@@ -86,6 +86,8 @@ class Communicator {
   void runCollective(Operation& op);
   void runPointToPoint(Operation& op);
   void runCompressed(Operation& op);
+  // Whether a compressed call runs as compressed_hier: where it applies, TERN_COMPRESS_HIER or the cheaper form.
+  bool compressHierFor(const CollArgs& args, const compress::Codec& codec);
   ChoiceContext choiceContext();
   DirectOption directOption(const CollArgs& args);
   std::shared_ptr<const Schedule> scheduleFor(const CollArgs& args);

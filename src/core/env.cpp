@@ -49,7 +49,8 @@ const Knobs& knobs() {
     x.ringOrderByRank = order == "rank";
     x.compress = envString("COMPRESS").value_or("");
     x.compressMinBytes = envInt("COMPRESS_MIN_BYTES", 64 * 1024);
-    x.compressHier = envFlag("COMPRESS_HIER", false);
+    const std::optional<std::string> hier = envString("COMPRESS_HIER");
+    x.compressHier = !hier || *hier == "auto" ? -1 : envFlag("COMPRESS_HIER", false) ? 1 : 0;
     return x;
   }();
   return k;

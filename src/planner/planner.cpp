@@ -208,9 +208,10 @@ Estimate Planner::runSimulation(Collective c, const CollArgs& args, const std::s
   return out;
 }
 
-Estimate Planner::estimateCompressed(Collective c, double bytes, const std::string& codecSpec) const {
+Estimate Planner::estimateCompressedForm(Collective c, double bytes, const std::string& codecSpec,
+                                         bool hierarchical) const {
   const std::string key = "compressed/" + codecSpec;
-  const auto memo = std::make_tuple(static_cast<int>(c), bytes, key, 4);
+  const auto memo = std::make_tuple(static_cast<int>(c), bytes, key, hierarchical ? 5 : 4);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = estimates_.find(memo);
@@ -220,10 +221,13 @@ Estimate Planner::estimateCompressed(Collective c, double bytes, const std::stri
   const CollArgs args = argsForBytes(c, bytes, nranks(), ternFloat32);
   try {
     auto codec = compress::makeCodec(codecSpec);
-    const char* name = compressedAlgorithmFor(c, *codec);
+    const char* name = compressedAlgorithmFor(c, *codec, hierarchical);
     if (name == nullptr || *name == '\0') {
       e.algorithm = key;
       e.error = format("%s has no compressed form", collectiveName(c));
+    } else if (hierarchical && !compressedHierApplies(args, *codec, build_.hostOf, nranks())) {
+      e.algorithm = name;
+      e.error = "compressed_hier needs an allreduce with a dense codec on equal nodes of >= 2 ranks";
     } else {
       e = runSimulation(c, args, name, build_.pipelineChunkBytes, codec->spec());
     }
@@ -234,6 +238,22 @@ Estimate Planner::estimateCompressed(Collective c, double bytes, const std::stri
   std::lock_guard<std::mutex> lock(mutex_);
   estimates_.emplace(memo, e);
   return e;
+}
+
+std::vector<Estimate> Planner::rankCompressed(Collective c, double bytes, const std::string& codecSpec) const {
+  std::vector<Estimate> out{estimateCompressedForm(c, bytes, codecSpec, false)};
+  Estimate hier = estimateCompressedForm(c, bytes, codecSpec, true);
+  if (hier.error.empty()) out.push_back(std::move(hier));
+  std::stable_sort(out.begin(), out.end(), [](const Estimate& a, const Estimate& b) {
+    const bool aok = a.error.empty(), bok = b.error.empty();
+    if (aok != bok) return aok;
+    return aok && a.seconds < b.seconds;
+  });
+  return out;
+}
+
+Estimate Planner::estimateCompressed(Collective c, double bytes, const std::string& codecSpec) const {
+  return rankCompressed(c, bytes, codecSpec).front();
 }
 
 Estimate Planner::estimateDirect(Collective c, double bytes) const {

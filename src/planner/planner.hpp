@@ -92,8 +92,16 @@ class Planner {
 
   // Predicted time of one algorithm (memoized). A name the registry does not know gives an Estimate with error set.
   Estimate estimate(Collective c, double bytes, const std::string& algorithm, ternDataType_t dtype = ternFloat32) const;
-  // A compressed collective with a codec spec (compress/codec_factory.hpp); fp32 data.
+  // A compressed collective with a codec spec (compress/codec_factory.hpp); fp32 data. The cheapest of its forms
+  // (rankCompressed): what the communicator runs unless TERN_COMPRESS_HIER forces one.
   Estimate estimateCompressed(Collective c, double bytes, const std::string& codecSpec) const;
+  // Every form of the compressed collective that applies to this job, cheapest first (failed estimates last): the
+  // flat form and, for allreduces with a dense codec on equal nodes of >= 2 ranks, compressed_hier (compress only
+  // between nodes). Which wins depends on the link speeds and the codec: hier saves network bytes, and pays an
+  // uncompressed reduce-scatter and allgather inside every node for it.
+  std::vector<Estimate> rankCompressed(Collective c, double bytes, const std::string& codecSpec) const;
+  // One form: hierarchical selects compressed_hier (an estimate with error set where it does not apply).
+  Estimate estimateCompressedForm(Collective c, double bytes, const std::string& codecSpec, bool hierarchical) const;
   // The shared-memory direct path (CostParams::shmDirect, or its default); seconds < 0 when it does not apply.
   Estimate estimateDirect(Collective c, double bytes) const;
   // Whether the schedules over the shm transport have measured figures ("shm" in the calibration). Until they do,

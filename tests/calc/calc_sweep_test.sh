@@ -30,9 +30,12 @@ assert sizes[-1]["best"] == "hier"
 PY
 fi
 
-# Compressed rows and a forced algorithm.
+# Compressed rows (both forms on 2 nodes x 2 ranks: at 1 Gb/s compressing only between the nodes wins; one rank
+# per node has only the flat form) and a forced algorithm.
 out=$("$CALC" --preset cpu-2node-1g --size 64MB --compress sign) || fail "compress failed"
-expect_contains "$out" "compressed_2phase (sign)" "selected: compressed_2phase (sign)"
+expect_contains "$out" "compressed_2phase (sign)" "compressed_hier (sign)" "selected: compressed_hier (sign)"
+out=$("$CALC" --preset cpu-2node-1g --ranks-per-node 1 --size 64MB --compress sign) || fail "compress 2x1 failed"
+expect_contains "$out" "selected: compressed_2phase (sign)"
 out=$("$CALC" --preset cpu-2node-1g --size 64MB --algo ring) || fail "algo failed"
 expect_contains "$out" "selected: ring"
 finish

@@ -24,13 +24,25 @@ for algo in ring hier rhd tree; do
   launch -p 2 --timeout 100 -- "$BIN/all_reduce_perf" "${sizes[@]}" -A "$algo" || fail "-A $algo exited non-zero"
   check_table "-A $algo"
 done
-# Compressed, through the two-phase compressed schedule (sizes from TERN_COMPRESS_MIN_BYTES, 64 KiB, on). bf16 is
-# exact on all_reduce_perf's data (integers 1..5 summed over 4 ranks), so -c 1 must find no wrong element. sign is
-# lossy by design and all_reduce_perf's check is exact, so every element would count as wrong: it runs without the
-# check, which still fails the run on any error (mismatched sizes, lost peers, timeouts).
-launch -p 2 --timeout 100 -- "$BIN/all_reduce_perf" -b 4K -e 4M -f 32 -n 2 -w 1 -c 1 -Z bf16 ||
-  fail "-Z bf16 exited non-zero"
-check_table "-Z bf16"
+# Compressed (sizes from TERN_COMPRESS_MIN_BYTES, 64 KiB, on), in both forms: flat two-phase and compressed_hier
+# (compress only between the nodes). bf16 is exact on all_reduce_perf's data (integers 1..5 summed over 4 ranks), so
+# -c 1 must find no wrong element. sign is lossy by design and all_reduce_perf's check is exact, so every element
+# would count as wrong: it runs without the check, which still fails the run on any error (mismatched sizes, lost
+# peers, timeouts).
+for form in 0 1; do
+  launch -p 2 --timeout 100 -x TERN_COMPRESS_HIER=$form -- "$BIN/all_reduce_perf" -b 4K -e 4M -f 32 -n 2 -w 1 -c 1 \
+    -Z bf16 || fail "-Z bf16 (TERN_COMPRESS_HIER=$form) exited non-zero"
+  check_table "-Z bf16 (TERN_COMPRESS_HIER=$form)"
+done
+# Unforced, the cost model picks the form: on 1 Gb/s between nodes, compressed_hier for 4 MiB.
+json=$(mktemp)
+launch -p 2 --timeout 100 -- "$BIN/all_reduce_perf" -b 4M -e 4M -n 1 -w 1 -c 1 -Z bf16 -J "$json" ||
+  fail "-Z bf16 (automatic form) exited non-zero"
+check_table "-Z bf16 (automatic form)"
+algo=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["results"][0]["algorithm"])' "$json")
+rm -f "$json"
+[[ "$algo" == compressed_hier ]] || fail "-Z bf16 at 4 MiB on 2 nodes x 2 ranks ran $algo, expected compressed_hier"
+echo "== -Z bf16 automatic form: $algo"
 launch -p 2 --timeout 100 -- "$BIN/all_reduce_perf" -b 4K -e 4M -f 32 -n 2 -w 1 -c 0 -Z sign ||
   fail "-Z sign exited non-zero"
 grep -qE '^\[0\] +4194304 ' <<<"$OUT" || fail "-Z sign: no 4 MiB result"

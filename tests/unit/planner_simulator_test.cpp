@@ -127,12 +127,44 @@ TEST(PlannerSimulator, CompressedAllReduceCountsCodecWork) {
   Planner planner(c);
   const double n = 64e6;
   const Estimate plain = planner.estimate(Collective::kAllReduce, n, "ring");
-  const Estimate sign = planner.estimateCompressed(Collective::kAllReduce, n, "sign");
+  const Estimate sign = planner.estimateCompressedForm(Collective::kAllReduce, n, "sign", false);
   ASSERT_TRUE(sign.error.empty()) << sign.error;
   EXPECT_EQ(sign.algorithm, "compressed_2phase");
   EXPECT_GT(sign.critical.codec, 0);
   // 32x less data on a 1 Gb/s network: much faster, even paying for encode and decode.
   EXPECT_LT(sign.seconds, plain.seconds / 3);
+}
+
+
+// Two CPU nodes of two ranks on 1 Gb/s: compressing only between the nodes halves the network bytes, which the
+// uncompressed reduce-scatter and allgather over shared memory more than pay for; with one rank per node, or on
+// one node, there is only the flat form.
+TEST(PlannerSimulator, CompressedAllReducePricesTheHierarchicalForm) {
+  ClusterSpec spec;  // 2 nodes x 2 ranks, shared memory inside, 1 Gb/s Ethernet between
+  PlannerConfig c;
+  c.job = std::make_shared<const topo::JobTopology>(buildCluster(spec, "c"));
+  Planner planner(c);
+  const double n = 64e6;
+  const std::vector<Estimate> forms = planner.rankCompressed(Collective::kAllReduce, n, "bf16");
+  ASSERT_EQ(forms.size(), 2u);
+  EXPECT_EQ(forms[0].algorithm, "compressed_hier");
+  EXPECT_EQ(forms[1].algorithm, "compressed_2phase");
+  EXPECT_LT(forms[0].seconds, 0.75 * forms[1].seconds);
+  EXPECT_EQ(planner.estimateCompressed(Collective::kAllReduce, n, "bf16").algorithm, "compressed_hier");
+  const Estimate flat = planner.estimateCompressedForm(Collective::kAllReduce, n, "bf16", false);
+  EXPECT_EQ(flat.algorithm, "compressed_2phase");
+  EXPECT_DOUBLE_EQ(flat.seconds, forms[1].seconds);
+  // Top-K has no hierarchical form; neither do the other collectives.
+  EXPECT_EQ(planner.rankCompressed(Collective::kAllReduce, n, "topk:0.01").size(), 1u);
+  EXPECT_EQ(planner.rankCompressed(Collective::kAllGather, n, "bf16").size(), 1u);
+  EXPECT_FALSE(planner.estimateCompressedForm(Collective::kAllReduce, n, "topk:0.01", true).error.empty());
+
+  spec.ranksPerNode = 1;
+  PlannerConfig one;
+  one.job = std::make_shared<const topo::JobTopology>(buildCluster(spec, "c1"));
+  const std::vector<Estimate> single = Planner(one).rankCompressed(Collective::kAllReduce, n, "bf16");
+  ASSERT_EQ(single.size(), 1u);
+  EXPECT_EQ(single[0].algorithm, "compressed_2phase");
 }
 
 }  // namespace

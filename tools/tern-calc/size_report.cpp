@@ -40,8 +40,10 @@ std::vector<Row> priceAll(const Planner& planner, Collective c, double bytes, te
   std::vector<Row> rows;
   for (const std::string& n : names) rows.push_back({planner.estimate(c, bytes, n, dtype), n});
   if (!codec.empty()) {
-    Estimate e = planner.estimateCompressed(c, bytes, codec);
-    rows.push_back({e, e.algorithm + " (" + codec + ")"});
+    for (Estimate& e : planner.rankCompressed(c, bytes, codec)) {
+      std::string label = e.algorithm + " (" + codec + ")";
+      rows.push_back({std::move(e), std::move(label)});
+    }
   }
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     const bool aok = a.e.error.empty(), bok = b.e.error.empty();
