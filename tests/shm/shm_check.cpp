@@ -16,24 +16,14 @@
 #include <thread>
 #include <vector>
 
+#include "mp/rank_check.hpp"
 #include "tern/tern.h"
 #include "tern/tern_ext.h"
 
 namespace {
 
-int rank = 0, nranks = 1;
-
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      std::fprintf(stderr, "rank %d: FAILED %s: ", rank, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                         \
-      std::fprintf(stderr, "\n");                                \
-      std::exit(1);                                              \
-    }                                                            \
-  } while (0)
-
-#define OK(call, comm) CHECK((call) == ternSuccess, "%s", ternGetLastError(comm))
+using rank_check::nranks;
+using rank_check::rank;
 
 // Rank r's input element i: not exact in float (sums round), so only rank-order reduction matches the reference.
 float fvalue(int r, size_t i) { return static_cast<float>((r * 7919 + i * 104729) % 4099) / 64.0f - 31.3f; }
@@ -158,52 +148,18 @@ void checkPointToPoint(ternComm_t comm) {
   std::printf("rank %d: point-to-point OK\n", rank);
 }
 
-// Every rank loops over allreduces; the victim SIGKILLs itself in the middle of one after writing the time.
-// Survivors must fail (not hang) and report how long after the kill they noticed.
-int killDrill(ternComm_t comm, int victim, const char* stampFile) {
-  const size_t count = 8 << 20;
-  std::vector<float> buf(count, 1.0f);
-  if (rank == victim) {
-    std::thread([stampFile] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(700));
-      FILE* f = std::fopen(stampFile, "w");
-      auto now = std::chrono::system_clock::now().time_since_epoch();
-      std::fprintf(f, "%.6f\n", std::chrono::duration<double>(now).count());
-      std::fclose(f);
-      kill(getpid(), SIGKILL);
-    }).detach();
-  }
-  for (int i = 0; i < 1000000; ++i) {
-    // Alternate small and large calls so the kill lands in either algorithm.
-    size_t n = i % 2 ? count : 16;
-    ternResult_t r = ternAllReduce(buf.data(), buf.data(), n, ternFloat32, ternSum, comm);
-    if (r != ternSuccess) {
-      auto now = std::chrono::system_clock::now().time_since_epoch();
-      std::printf("rank %d: error at %.6f after %d iterations: %s: %s\n", rank,
-                  std::chrono::duration<double>(now).count(), i, ternGetErrorString(r), ternGetLastError(comm));
-      std::fflush(stdout);
-      ternCommAbort(comm);
-      return 0;
-    }
-  }
-  std::printf("rank %d: never saw an error\n", rank);
-  return 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "all";
-  ternComm_t comm = nullptr;
-  if (ternCommInitFromEnv(&comm, nullptr) != ternSuccess) {
-    std::fprintf(stderr, "init failed: %s\n", ternGetLastError(nullptr));
-    return 1;
-  }
-  ternCommCount(comm, &nranks);
-  ternCommUserRank(comm, &rank);
+  ternComm_t comm = rank_check::initFromEnv();
   CHECK(std::string(ternCommTransportName(comm)) == "shm+tcp", "transport is %s, not shm+tcp",
         ternCommTransportName(comm));
-  if (mode == "kill") return killDrill(comm, std::atoi(argv[2]), argv[3]);
+  if (mode == "kill") {
+    // Alternate small and large calls so the kill lands in either algorithm.
+    return rank_check::killDrill(comm, std::atoi(argv[2]), argv[3], 1000000,
+                                 [](int i) { return i % 2 ? size_t{8} << 20 : size_t{16}; });
+  }
   if (mode == "all" || mode == "collectives") checkCollectives(comm);
   if (mode == "all" || mode == "p2p") checkPointToPoint(comm);
   ternCommDestroy(comm);
