@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 NP    ?= 4
 
-.PHONY: all deps configure build test run bench clean format
+.PHONY: all deps configure build test run bench clean format lint
 
 all: build
 
@@ -29,6 +29,10 @@ bench: build
 
 format:
 	@find include src tests perf tools examples -name '*.[ch]pp' -o -name '*.h' -o -name '*.cu' 2>/dev/null | xargs clang-format -i
+
+# clang-format and clang-tidy (.clang-tidy) over the library's sources; exits non-zero on any finding.
+lint: configure
+	@bash tools/lint.sh $(BUILD)
 
 clean:
 	@rm -rf $(BUILD)

@@ -10,6 +10,7 @@ namespace tern::algo {
 
 std::vector<int> HostLayout::group(size_t j) const {
   std::vector<int> g;
+  g.reserve(nodes.size());
   for (int k = 0; k < static_cast<int>(nodes.size()); ++k) g.push_back(responsible(k, j));
   return g;
 }

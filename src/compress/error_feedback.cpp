@@ -35,7 +35,7 @@ size_t ErrorFeedback::encode(const Codec& codec, const void* in, ternDataType_t 
   if (ctx.offset > residual_.size() || count > residual_.size() - ctx.offset) {
     throwError(ternInvalidArgument,
                "error feedback: chunk [%llu, %llu) is outside the tensor of %zu elements (codec %s)",
-               static_cast<unsigned long long>(ctx.offset), static_cast<unsigned long long>(ctx.offset + count),
+               static_cast<unsigned long long>(ctx.offset), static_cast<unsigned long long>(ctx.offset) + count,
                residual_.size(), codec.spec().c_str());
   }
   return codec.encode(in, dtype, count, payload, ctx, residual_.data() + ctx.offset);

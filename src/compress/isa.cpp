@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "core/cpu_features.hpp"
 #include "core/error.hpp"
 
 namespace tern::compress {
@@ -10,7 +11,7 @@ namespace {
 // AVX2 kernels also use F16C (fp16 loads/stores); AVX-512 kernels use F, BW, VL and DQ (Skylake-SP and later).
 bool cpuHasAvx2() {
 #if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && cpuHasF16c();
 #else
   return false;
 #endif

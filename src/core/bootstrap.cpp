@@ -53,8 +53,8 @@ struct PeerEntry {
 };
 
 void copyString(char* dst, size_t cap, const std::string& s) {
-  std::memset(dst, 0, cap);
-  std::memcpy(dst, s.data(), std::min(s.size(), cap - 1));
+  const size_t n = s.copy(dst, cap - 1);  // at most cap - 1 bytes: the zero fill below always terminates
+  std::memset(dst + n, 0, cap - n);
 }
 
 void rejectJoin(int fd, ternResult_t code, const std::string& why, Clock::time_point deadline) {

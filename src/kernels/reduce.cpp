@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/cpu_features.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "kernels/reduce_dispatch.hpp"
@@ -22,7 +23,7 @@ Isa bestSupportedIsa() {
 #if defined(__x86_64__)
   // libgcc's checks include the OS enabling the register state (XCR0), not only the CPUID bits.
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && cpuHasF16c();
   if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) return Isa::kAvx512;
   if (avx2) return Isa::kAvx2;
 #endif

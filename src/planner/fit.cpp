@@ -438,7 +438,7 @@ FitResult fitWithCaches(const std::vector<PerfRun>& runs, const CostParams& star
   if (!direct.empty()) {
     result.params.shmDirect =
         fitDirect(direct, start.shmDirect.value_or(DirectCost{}), directCache, std::max(o.maxRounds, 30));
-    result.fitted.push_back("shm_direct");
+    result.fitted.emplace_back("shm_direct");
   }
   result.points = predictRuns(runs, result.params, o);
   return result;
@@ -471,14 +471,15 @@ FitResult fitCalibration(const std::vector<PerfRun>& runs, const CostParams& sta
   CacheSizes caches;
   FitResult best = fitWithCaches(runs, start, o, caches);
   double bestScore = score(best.points);
-  // Accepts `trial` when it fits clearly better.
-  auto consider = [&](const CacheSizes& trial) {
+  // Accepts `trial` into `kept` (always `caches`) when it fits clearly better; passing `caches` explicitly keeps
+  // the write visible at the call sites below, which take a snapshot of it first.
+  auto consider = [&](const CacheSizes& trial, CacheSizes& kept) {
     FitResult r = fitWithCaches(runs, start, o, trial);
     const double sc = score(r.points);
     if (sc < bestScore * 0.98 && bestScore - sc > 0.005 * 0.005 * static_cast<double>(r.points.size())) {
       best = std::move(r);
       bestScore = sc;
-      caches = trial;
+      kept = trial;
       return true;
     }
     return false;
@@ -497,7 +498,7 @@ FitResult fitCalibration(const std::vector<PerfRun>& runs, const CostParams& sta
           std::sort(sizes.begin(), sizes.end());
           CacheSizes trial = before;
           trial[g] = sizes;
-          consider(trial);
+          consider(trial, caches);
         }
         if (cacheOf(caches, g).size() < levels) break;  // no level helped: the group has what it needs
         // ... then move each level to where it fits best with the others in place (coordinate descent).
@@ -510,7 +511,7 @@ FitResult fitCalibration(const std::vector<PerfRun>& runs, const CostParams& sta
             std::sort(sizes.begin(), sizes.end());
             CacheSizes trial = base;
             trial[g] = sizes;
-            consider(trial);
+            consider(trial, caches);
           }
         }
       }

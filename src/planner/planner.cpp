@@ -105,7 +105,7 @@ std::vector<std::string> Planner::candidates(Collective c) const {
     if (name == "hier" && (hosts_ < 2 || maxPerHost_ < 2)) continue;
     out.push_back(name);
   }
-  if (estimateDirect(c, 1024).seconds >= 0) out.push_back(kDirectName);
+  if (estimateDirect(c, 1024).seconds >= 0) out.emplace_back(kDirectName);
   return out;
 }
 

@@ -36,7 +36,7 @@ std::vector<int> ringOrderFromHostOf(const std::vector<int>& hostOf, int nranks)
 
 std::vector<int> topologyRingOrder(const topo::JobTopology& job) {
   const int n = static_cast<int>(job.ranks.size());
-  const std::vector<int> byHost = ringOrderFromHostOf(hostOfRanks(job), n);
+  std::vector<int> byHost = ringOrderFromHostOf(hostOfRanks(job), n);
   if (n <= 2) return byHost;
   topo::JobPaths paths(job);
   auto closer = [&](int from, int a, int b) {

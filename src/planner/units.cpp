@@ -104,7 +104,7 @@ double parseRate(std::string_view text, RateDefault bare) {
   }
   std::string rest = u.substr(i);
   bool binary = false;
-  if (rest.rfind("i", 0) == 0 && rest.size() > 1 && rest[1] == 'B') {
+  if (rest.rfind('i', 0) == 0 && rest.size() > 1 && rest[1] == 'B') {
     binary = true;
     rest.erase(0, 1);
   }

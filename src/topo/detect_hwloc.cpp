@@ -67,7 +67,7 @@ class HwlocConverter {
       pkg.vendor = info(obj, "CPUVendor");
       pkg.name = info(obj, "CPUModel");
       setCpuCounts(obj->cpuset, &pkg);
-      packages_.push_back({obj, host_.addNode(pkg)});
+      packages_.emplace_back(obj, host_.addNode(pkg));
     }
     if (packages_.empty()) {
       // Some platforms (VMs, ARM boards) expose no package: the whole machine is one.
@@ -78,7 +78,7 @@ class HwlocConverter {
       pkg.parent = 0;
       pkg.osIndex = 0;
       setCpuCounts(root->cpuset, &pkg);
-      packages_.push_back({root, host_.addNode(pkg)});
+      packages_.emplace_back(root, host_.addNode(pkg));
     }
   }
 

@@ -16,7 +16,7 @@ std::string formatNumber(double v) {
 }
 
 std::string describeLink(const Link& l) {
-  const std::string bw = formatNumber(l.bandwidth) + " GB/s";
+  std::string bw = formatNumber(l.bandwidth) + " GB/s";
   switch (l.type) {
     case LinkType::kPcie:
       if (l.pcieGen > 0 && l.pcieWidth > 0) return format("PCIe Gen%d x%d, %s", l.pcieGen, l.pcieWidth, bw.c_str());

@@ -223,7 +223,7 @@ std::string renderText(const JobTopology& job) {
       if (p.type == PathType::kNet) {
         const std::string src = p.srcNic >= 0 ? job.hosts[job.ranks[0].host].nodes[p.srcNic].id : "-";
         const std::string dst = p.dstNic >= 0 ? job.hosts[pl.host].nodes[p.dstNic].id : "-";
-        via = "  via " + src + " -> " + dst;
+        via.append("  via ").append(src).append(" -> ").append(dst);
       }
       out += format("  rank %-3zu (%s): %s %-8s %8s GB/s %7s us%s\n", r, where.c_str(), pathTypeName(p.type),
                     linkClassName(p.linkClass), formatNumber(p.bandwidth).c_str(), formatNumber(p.latencyUs).c_str(),

@@ -35,7 +35,7 @@ double netdevSpeedGbps(const std::string& ifname) {
   std::string s = readLine("/sys/class/net/" + ifname + "/speed");
   if (s.empty()) return -1;
   long mbps = std::strtol(s.c_str(), nullptr, 10);
-  return mbps > 0 ? mbps / 1000.0 : -1;
+  return mbps > 0 ? static_cast<double>(mbps) / 1000.0 : -1;
 }
 
 RdmaPort rdmaPort(const std::string& device, int port) {

@@ -42,6 +42,7 @@ std::vector<std::vector<int>> planUnits(const std::vector<ZeroParam>& params, in
   }
   for (auto& group : planBuckets(bytes, std::min<size_t>(size_t{1} << 20, bucketBytes), bucketBytes)) {
     std::vector<int> members;
+    members.reserve(group.size());
     for (int k : group) members.push_back(order[k]);
     units.push_back(std::move(members));
   }
