@@ -178,11 +178,13 @@ ternResult_t allReduce(const void* s, void* r, size_t count, ternDataType_t dt, 
     Communicator& c = *comm->impl;
     auto o = makeOp(Collective::kAllReduce, s, r, count, dt, op, 0);
     o->args.inPlace = s == r;
-    // TERN_COMPRESS: compress large float sum/avg allreduces of unmodified programs, one error-feedback state per
-    // (receive buffer, count, dtype), i.e. per gradient tensor of a training loop.
+    // TERN_COMPRESS: compress large float sum/avg allreduces of unmodified programs where the cost model says it
+    // pays (slow links; not shared memory or small calls), one error-feedback state per (receive buffer, count,
+    // dtype), i.e. per gradient tensor of a training loop.
     const Knobs& k = knobs();
     if (!k.compress.empty() && (op == ternSum || op == ternAvg) && compress::codecInputTypeSupported(dt) &&
-        count * dataTypeSize(dt) >= static_cast<size_t>(k.compressMinBytes) && c.size() > 1) {
+        count * dataTypeSize(dt) >= static_cast<size_t>(k.compressMinBytes) && c.size() > 1 &&
+        c.compressionPays(o->args, k.compress)) {
       o->compressor = c.defaultCompressor(r, count, dt);
     }
     return launch(comm, o, req);

@@ -14,6 +14,7 @@
 #include "core/executor.hpp"
 #include "core/log.hpp"
 #include "planner/planner.hpp"
+#include "planner/units.hpp"
 #include "transport/inproc/inproc_transport.hpp"
 #include "transport/network_factory.hpp"
 #include "transport/routed_transport.hpp"
@@ -367,6 +368,26 @@ Compressor* Communicator::defaultCompressor(const void* key, size_t count, ternD
   Compressor* raw = c.get();
   defaultCompressors_.emplace(k, std::move(c));
   return raw;
+}
+
+bool Communicator::compressionPays(const CollArgs& args, const std::string& codecSpec) {
+  if (knobs().compressAlways || !planner_) return true;
+  const auto key = std::make_pair(args.count, static_cast<int>(args.dtype));
+  auto it = compressionPays_.find(key);
+  if (it != compressionPays_.end()) return it->second;
+  compress::makeCodec(codecSpec);  // a bad TERN_COMPRESS is an error (ternInvalidArgument), not silently off
+  const double bytes = static_cast<double>(args.count) * static_cast<double>(dataTypeSize(args.dtype));
+  const planner::Estimate compressed = planner_->estimateCompressed(args.coll, bytes, codecSpec);
+  const Choice plain = choose(args);
+  const double plainSeconds = predictSeconds(args, plain);
+  // No prediction for the uncompressed call (0): compress, as asked.
+  const bool pays = compressed.error.empty() && (plainSeconds <= 0 || compressed.seconds < plainSeconds);
+  TERN_LOG(kInfo, kCompress, rank_, "%s count %zu %s: %s with %s %s, uncompressed %s %s: %s", collectiveName(args.coll),
+           args.count, dataTypeName(args.dtype), compressed.algorithm.c_str(), codecSpec.c_str(),
+           planner::formatTime(compressed.seconds).c_str(), plain.name.c_str(),
+           planner::formatTime(plainSeconds).c_str(), pays ? "compressing" : "not compressing (it does not pay)");
+  compressionPays_.emplace(key, pays);
+  return pays;
 }
 
 void Communicator::runCompressed(Operation& op) {

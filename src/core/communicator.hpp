@@ -69,6 +69,10 @@ class Communicator {
   // Error-feedback state for compression by default (TERN_COMPRESS): one per (buffer, count, dtype), created on
   // first use. Only the issuing thread touches it.
   Compressor* defaultCompressor(const void* key, size_t count, ternDataType_t dtype);
+  // Whether TERN_COMPRESS should compress this allreduce: the cost model's compressed time (codec work included)
+  // beats the uncompressed algorithm it would run, or TERN_COMPRESS_WHEN=always. Decided once per (count, dtype);
+  // every rank decides the same, from the same model. Only the issuing thread calls it.
+  bool compressionPays(const CollArgs& args, const std::string& codecSpec);
 
   // The algorithm that will run for args (for logs and perf JSON).
   std::string algorithmFor(const CollArgs& args);
@@ -124,6 +128,7 @@ class Communicator {
   std::string lastError_;
 
   std::map<std::tuple<const void*, size_t, int>, std::unique_ptr<Compressor>> defaultCompressors_;
+  std::map<std::pair<size_t, int>, bool> compressionPays_;  // (count, dtype) -> compressionPays
   std::shared_ptr<const planner::Planner> planner_;
   AlgoOverride algoOverride_;  // TERN_ALGO / config.algo, parsed once
   // choose()'s decisions by call shape: pricing the candidates costs microseconds, a small collective's whole

@@ -49,6 +49,12 @@ const Knobs& knobs() {
     x.ringOrderByRank = order == "rank";
     x.compress = envString("COMPRESS").value_or("");
     x.compressMinBytes = envInt("COMPRESS_MIN_BYTES", 64 * 1024);
+    const std::string when = envString("COMPRESS_WHEN").value_or("model");
+    if (when != "model" && when != "always") {
+      std::fprintf(stderr, "tern: TERN_COMPRESS_WHEN must be 'model' or 'always', got '%s'; using model\n",
+                   when.c_str());
+    }
+    x.compressAlways = when == "always";
     const std::optional<std::string> hier = envString("COMPRESS_HIER");
     x.compressHier = !hier || *hier == "auto" ? -1 : envFlag("COMPRESS_HIER", false) ? 1 : 0;
     return x;

@@ -27,6 +27,7 @@ struct Knobs {
   bool ringOrderByRank;      // TERN_RING_ORDER=rank: rings/trees follow rank order (default topology: by host)
   std::string compress;      // TERN_COMPRESS: default codec for float allreduces (sign, qsgd:4, topk:0.01, bf16)
   long compressMinBytes;     // TERN_COMPRESS_MIN_BYTES: smaller allreduces are not compressed (default 64 KiB)
+  bool compressAlways;       // TERN_COMPRESS_WHEN=always: compress even where the cost model says it does not pay
   int compressHier;          // TERN_COMPRESS_HIER: 1 compressed_hier, 0 the flat form, -1 (unset) the cost model
 };
 

@@ -47,4 +47,13 @@ launch -p 2 --timeout 100 -- "$BIN/all_reduce_perf" -b 4K -e 4M -f 32 -n 2 -w 1 
   fail "-Z sign exited non-zero"
 grep -qE '^\[0\] +4194304 ' <<<"$OUT" || fail "-Z sign: no 4 MiB result"
 echo "== -Z sign: ran (unchecked)"
+# TERN_COMPRESS on an unmodified program, 2 nodes x 1 rank at 1 Gb/s: told the link's speed (a calibration file
+# with only the network, as tern-calc --calibrate would write it; the veths report 10 Gb/s whatever tbf does), the
+# cost model finds that bf16 pays, so the allreduce is compressed (tern_mp_check checks the bf16-rounded sum).
+tune=$(mktemp)
+echo '{"version": 1, "links": {"network:ethernet": {"alpha_us": 60, "bandwidth_gbs": 0.118}}}' >"$tune"
+launch -p 1 --timeout 60 -x TERN_COMPRESS=bf16 -x "TERN_TUNE_FILE=$tune" -- "$BIN/tern_mp_check" default-compress \
+  compressed || fail "TERN_COMPRESS=bf16 across nodes was not compressed"
+rm -f "$tune"
+echo "== TERN_COMPRESS=bf16 across 1 Gb/s nodes: compressed"
 echo PASS

@@ -1,6 +1,7 @@
 // Multi-process checks, run one process per rank under tools/tern-run (or any launcher): every collective over the
 // real TCP transport, async overlap of two outstanding operations, Split, and the failure drills used by
-// kill_test.sh. Prints one line per check and exits non-zero on the first failure.
+// kill_test.sh, and whether TERN_COMPRESS compresses where the cost model says it pays. Prints one line per check and
+// exits non-zero on the first failure.
 #include <signal.h>
 #include <unistd.h>
 
@@ -115,6 +116,22 @@ void checkSplit(ternComm_t comm) {
   std::printf("rank %d: split OK\n", rank);
 }
 
+// TERN_COMPRESS=bf16 on an unmodified allreduce: 1 + 2^-12 is not a bf16 value, so a compressed sum (the first
+// call: no residual yet) gives exactly nranks, an uncompressed one nranks * (1 + 2^-12). expect is "compressed" or
+// "exact": whether the cost model should have found that compression pays on this job.
+int checkDefaultCompression(ternComm_t comm, const std::string& expect) {
+  const size_t count = size_t{1} << 20;
+  const float x = 1.0f + 1.0f / 4096.0f;
+  std::vector<float> in(count, x), out(count, 0.0f);
+  OK(ternAllReduce(in.data(), out.data(), count, ternFloat32, ternSum, comm), comm);
+  const float want = expect == "compressed" ? static_cast<float>(nranks) : static_cast<float>(nranks) * x;
+  for (size_t i = 0; i < count; ++i) {
+    CHECK(out[i] == want, "element %zu is %.9g, want %.9g (%s)", i, out[i], want, expect.c_str());
+  }
+  std::printf("rank %d: default compression %s OK\n", rank, expect.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,6 +139,11 @@ int main(int argc, char** argv) {
   ternComm_t comm = rank_check::initFromEnv();
   if (mode == "kill") {
     return rank_check::killDrill(comm, std::atoi(argv[2]), argv[3], 100000, [](int) { return size_t{8} << 20; });
+  }
+  if (mode == "default-compress") {
+    const int rc = checkDefaultCompression(comm, argc > 2 ? argv[2] : "exact");
+    ternCommDestroy(comm);
+    return rc;
   }
   if (mode == "all" || mode == "collectives") checkCollectives(comm);
   if (mode == "all" || mode == "async") checkAsyncOverlap(comm);
