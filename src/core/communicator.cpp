@@ -375,9 +375,12 @@ bool Communicator::compressionPays(const CollArgs& args, const std::string& code
   const auto key = std::make_pair(args.count, static_cast<int>(args.dtype));
   auto it = compressionPays_.find(key);
   if (it != compressionPays_.end()) return it->second;
-  compress::makeCodec(codecSpec);  // a bad TERN_COMPRESS is an error (ternInvalidArgument), not silently off
+  // A bad TERN_COMPRESS is an error (ternInvalidArgument), not silently off.
+  const std::unique_ptr<compress::Codec> codec = compress::makeCodec(codecSpec);
   const double bytes = static_cast<double>(args.count) * static_cast<double>(dataTypeSize(args.dtype));
-  const planner::Estimate compressed = planner_->estimateCompressed(args.coll, bytes, codecSpec);
+  // The form that would run (TERN_COMPRESS_HIER may force the dearer one).
+  const planner::Estimate compressed =
+      planner_->estimateCompressedForm(args.coll, bytes, codec->spec(), compressHierFor(args, *codec));
   const Choice plain = choose(args);
   const double plainSeconds = predictSeconds(args, plain);
   // No prediction for the uncompressed call (0): compress, as asked.

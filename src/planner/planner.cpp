@@ -244,11 +244,7 @@ std::vector<Estimate> Planner::rankCompressed(Collective c, double bytes, const 
   std::vector<Estimate> out{estimateCompressedForm(c, bytes, codecSpec, false)};
   Estimate hier = estimateCompressedForm(c, bytes, codecSpec, true);
   if (hier.error.empty()) out.push_back(std::move(hier));
-  std::stable_sort(out.begin(), out.end(), [](const Estimate& a, const Estimate& b) {
-    const bool aok = a.error.empty(), bok = b.error.empty();
-    if (aok != bok) return aok;
-    return aok && a.seconds < b.seconds;
-  });
+  std::stable_sort(out.begin(), out.end(), cheaperEstimate);
   return out;
 }
 
@@ -340,11 +336,7 @@ Estimate Planner::closedFormEstimate(Collective c, double bytes, const std::stri
 std::vector<Estimate> Planner::rank(Collective c, double bytes, ternDataType_t dtype) const {
   std::vector<Estimate> out;
   for (const std::string& name : candidates(c)) out.push_back(estimate(c, bytes, name, dtype));
-  std::stable_sort(out.begin(), out.end(), [](const Estimate& a, const Estimate& b) {
-    const bool aok = a.error.empty() && a.seconds >= 0, bok = b.error.empty() && b.seconds >= 0;
-    if (aok != bok) return aok;
-    return aok && a.seconds < b.seconds;
-  });
+  std::stable_sort(out.begin(), out.end(), cheaperEstimate);
   return out;
 }
 

@@ -58,6 +58,14 @@ struct Estimate {
   std::string error;              // non-empty: this algorithm cannot be priced (builder error)
 };
 
+// The order of every ranking, for std::stable_sort: estimates that priced (no error, seconds >= 0) first, cheapest
+// first; the rest after them, in their original order.
+inline bool cheaperEstimate(const Estimate& a, const Estimate& b) {
+  const bool aok = a.error.empty() && a.seconds >= 0, bok = b.error.empty() && b.seconds >= 0;
+  if (aok != bok) return aok;
+  return aok && a.seconds < b.seconds;
+}
+
 // Compressed collectives leave smaller calls uncompressed (the default of TERN_COMPRESS_MIN_BYTES).
 inline constexpr double kCompressMinBytes = 64 * 1024;
 

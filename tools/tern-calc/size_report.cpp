@@ -45,11 +45,7 @@ std::vector<Row> priceAll(const Planner& planner, Collective c, double bytes, te
       rows.push_back({std::move(e), std::move(label)});
     }
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    const bool aok = a.e.error.empty(), bok = b.e.error.empty();
-    if (aok != bok) return aok;
-    return aok && a.e.seconds < b.e.seconds;
-  });
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return cheaperEstimate(a.e, b.e); });
   return rows;
 }
 
