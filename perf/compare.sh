@@ -181,19 +181,12 @@ main() {
   cmp_busy_note "before the runs"
   echo "#"
 
-  if [[ ! -x $TERN_RUN || ! -x $TERN_PERF ]]; then
-    echo "# tern: $TERN_RUN or $TERN_PERF not built; tern columns will be empty"
-    have_tern=0 failed=1
-  fi
-  if [[ ! -x $MPI_ALLREDUCE ]] || ! command -v "$MPIRUN" >/dev/null; then
-    echo "# mpi: $MPI_ALLREDUCE or $MPIRUN missing (needs libopenmpi-dev, openmpi-bin); MPI columns will be empty"
-    have_mpi=0 failed=1
-  fi
+  cmp_have_tern || have_tern=0 failed=1
+  cmp_have_mpi || have_mpi=0 failed=1
   if [[ $TRANSPORT == shm ]]; then
     # Not a failure: there is nothing to compare against.
     have_gloo=0 gloo_na="n/a (no shm path)"
-  elif [[ ! -x $GLOO_ALLREDUCE ]]; then
-    echo "# gloo: $GLOO_ALLREDUCE not built (needs libgloo-dev); Gloo columns will be empty"
+  elif ! cmp_have_gloo; then
     have_gloo=0 failed=1
   fi
 

@@ -117,14 +117,8 @@ main() {
   echo "# repeats=$REPEATS; results: $results"
   cmp_busy_note "before the runs"
   echo "#"
-  if [[ ! -x $TERN_RUN || ! -x $TERN_PERF ]]; then
-    echo "# tern: $TERN_RUN or $TERN_PERF not built; tern columns will be empty"
-    have_tern=0 failed=1
-  fi
-  if [[ ! -x $MPI_ALLREDUCE ]] || ! command -v "$MPIRUN" >/dev/null; then
-    echo "# mpi: $MPI_ALLREDUCE or $MPIRUN missing (needs libopenmpi-dev, openmpi-bin); MPI columns will be empty"
-    have_mpi=0 failed=1
-  fi
+  cmp_have_tern || have_tern=0 failed=1
+  cmp_have_mpi || have_mpi=0 failed=1
 
   run_section s1 2 "$MINBYTES" "$MAXBYTES" "$ITER_BYTES" "$MAX_ITERS" --bind-to core
 

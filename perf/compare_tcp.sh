@@ -46,14 +46,8 @@ main() {
   cmp_busy_note "before the runs"
   echo "#"
 
-  if [[ ! -x $TERN_RUN || ! -x $TERN_PERF ]]; then
-    echo "# tern: $TERN_RUN or $TERN_PERF not built; tern columns will be empty"
-    have_tern=0 failed=1
-  fi
-  if [[ ! -x $GLOO_ALLREDUCE ]]; then
-    echo "# gloo: $GLOO_ALLREDUCE not built (needs libgloo-dev); gloo columns will be empty"
-    have_gloo=0 failed=1
-  fi
+  cmp_have_tern || have_tern=0 failed=1
+  cmp_have_gloo || have_gloo=0 failed=1
 
   local plan rep first last iters warm
   plan=$(cmp_plan "$MINBYTES" "$MAXBYTES" "$STEPFACTOR" "$ITER_BYTES" "$MIN_ITERS" "$MAX_ITERS" "$WARMUP") || exit 2

@@ -234,6 +234,23 @@ cmp_busy_note() {
   }'
 }
 
+# The baselines' binaries. Each check is true when the tool can run, and otherwise says why its columns stay empty.
+cmp_have_tern() {
+  [[ -x $TERN_RUN && -x $TERN_PERF ]] && return 0
+  echo "# tern: $TERN_RUN or $TERN_PERF not built; tern columns will be empty"
+  return 1
+}
+cmp_have_mpi() {
+  [[ -x $MPI_ALLREDUCE ]] && command -v "$MPIRUN" >/dev/null && return 0
+  echo "# mpi: $MPI_ALLREDUCE or $MPIRUN missing (needs libopenmpi-dev, openmpi-bin); MPI columns will be empty"
+  return 1
+}
+cmp_have_gloo() {
+  [[ -x $GLOO_ALLREDUCE ]] && return 0
+  echo "# gloo: $GLOO_ALLREDUCE not built (needs libgloo-dev); Gloo columns will be empty"
+  return 1
+}
+
 # cmp_resolve_build DIR : the build directory, as given or relative to the repository root.
 cmp_resolve_build() {
   local d=$1 root
