@@ -275,16 +275,38 @@ DirectOption Communicator::directOption(const CollArgs& args) {
   return direct;
 }
 
+namespace {
+
+// AlltoAllv and point-to-point groups are shaped by more than a count: never cached (and never direct).
+bool cacheableChoice(const CollArgs& args) {
+  return args.sendCounts.empty() && args.recvCounts.empty() && args.p2p.empty();
+}
+
+}  // namespace
+
+const Choice* Communicator::cachedChoice(const ChoiceKey& key) {
+  if (lastChoice_ != nullptr && lastChoiceKey_ == key) return lastChoice_;  // a loop repeating one call
+  auto it = choiceCache_.find(key);
+  if (it == choiceCache_.end()) return nullptr;
+  lastChoiceKey_ = key;
+  lastChoice_ = &it->second;
+  return lastChoice_;
+}
+
+bool Communicator::runsDirect(const CollArgs& args) {
+  if (cacheableChoice(args)) {
+    std::lock_guard<std::mutex> lock(choiceMutex_);
+    if (const Choice* c = cachedChoice(choiceKey(args))) return c->direct;
+  }
+  return choose(args).direct;
+}
+
 Choice Communicator::choose(const CollArgs& args) {
-  // AlltoAllv and point-to-point groups are shaped by more than a count: never cached (and never direct).
-  const bool cacheable = args.sendCounts.empty() && args.recvCounts.empty() && args.p2p.empty();
-  if (!cacheable) return chooseWithDirect(args, choiceContext(), algoOverride_, directOption(args));
-  const ChoiceKey key{static_cast<int>(args.coll), args.count, static_cast<int>(args.dtype),
-                      static_cast<int>(args.op),   args.root,  args.inPlace};
+  if (!cacheableChoice(args)) return chooseWithDirect(args, choiceContext(), algoOverride_, directOption(args));
+  const ChoiceKey key = choiceKey(args);
   {
     std::lock_guard<std::mutex> lock(choiceMutex_);
-    auto it = choiceCache_.find(key);
-    if (it != choiceCache_.end()) return it->second;
+    if (const Choice* c = cachedChoice(key)) return *c;
   }
   Choice choice = chooseWithDirect(args, choiceContext(), algoOverride_, directOption(args));
   std::lock_guard<std::mutex> lock(choiceMutex_);
@@ -453,7 +475,7 @@ void Communicator::runCollective(Operation& op) {
   ctx.deadline = coarseNow() + std::chrono::milliseconds(options_.timeoutMs);
   ctx.abortFlag = &aborted_;
   ctx.what = collectiveName(op.args.coll);
-  if (intraNode_ && choose(op.args).direct && intraNode_->tryRun(op, ctx)) return;
+  if (intraNode_ && runsDirect(op.args) && intraNode_->tryRun(op, ctx)) return;
   std::shared_ptr<const Schedule> schedule = scheduleFor(op.args);
   ExecBuffers buffers{op.input, op.output, scratch(schedule->scratchBytes)};
   executeSchedule(*schedule, buffers, ctx);

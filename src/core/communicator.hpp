@@ -79,6 +79,8 @@ class Communicator {
   // The cost model's decision for args (TERN_ALGO, the planner, the intra-node direct path), and the predicted time
   // of a decision in seconds for the exact size of args (0 when the model has none).
   Choice choose(const CollArgs& args);
+  // choose(args).direct without copying the decision (its name would cost a heap allocation on every small call).
+  bool runsDirect(const CollArgs& args);
   double predictSeconds(const CollArgs& args, const Choice& choice);
   // The compressed algorithm for args with a codec spec, and its predicted seconds (0 when not priced).
   std::string compressedAlgorithmFor(const CollArgs& args, const std::string& codecSpec, double* seconds);
@@ -135,8 +137,12 @@ class Communicator {
   // budget. The decision depends on nothing else (the cost model and topology are fixed for the communicator).
   using ChoiceKey = std::tuple<int, size_t, int, int, int, bool>;  // collective, count, dtype, op, root, in place
   std::map<ChoiceKey, Choice> choiceCache_;
+  static ChoiceKey choiceKey(const CollArgs& a) {
+    return {static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root, a.inPlace};
+  }
+  const Choice* cachedChoice(const ChoiceKey& key);  // under choiceMutex_; nullptr when not decided yet
   ChoiceKey lastChoiceKey_{};
-  const Choice* lastChoice_ = nullptr;  // into choiceCache_ (map nodes do not move)
+  const Choice* lastChoice_ = nullptr;  // into choiceCache_ (map nodes do not move; reset when it is cleared)
   std::mutex choiceMutex_;
 
   std::atomic<int> activeCalls_{0};
