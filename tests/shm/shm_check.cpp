@@ -54,6 +54,35 @@ struct Buffer {
   int32_t* i() { return reinterpret_cast<int32_t*>(p); }
 };
 
+// A training loop's pattern: the same large ordinary buffers allreduced again and again with new contents. From
+// the second call on, the cross-memory-attach path turns their pages into huge pages (huge_page_advisor.hpp) while
+// peers read and write them; every call must still be exact, in and out of place, on 2 MiB-aligned buffers (whole
+// huge pages) and on malloc's (partly covered regions).
+void checkReusedLargeBuffers(ternComm_t comm) {
+  const size_t count = (size_t{2} << 20) + 5;  // 8 MiB of float32: inside the CMA range
+  const size_t bytes = count * sizeof(float);
+  for (bool aligned : {true, false}) {
+    const size_t alloc = (bytes + (size_t{2} << 20) - 1) & ~((size_t{2} << 20) - 1);
+    float* in = static_cast<float*>(aligned ? std::aligned_alloc(size_t{2} << 20, alloc) : std::malloc(bytes));
+    float* out = static_cast<float*>(aligned ? std::aligned_alloc(size_t{2} << 20, alloc) : std::malloc(bytes));
+    CHECK(in != nullptr && out != nullptr, "allocating %zu bytes", bytes);
+    for (int call = 0; call < 4; ++call) {
+      const bool inPlace = call == 3;
+      float* dst = inPlace ? in : out;
+      for (size_t i = 0; i < count; ++i) in[i] = fvalue(rank + call, i);
+      OK(ternAllReduce(in, dst, count, ternFloat32, ternSum, comm), comm);
+      for (size_t i = 0; i < count; ++i) {
+        float want = fvalue(call, i);
+        for (int r = 1; r < nranks; ++r) want += fvalue(r + call, i);
+        CHECK(std::memcmp(&dst[i], &want, 4) == 0, "reused %s buffers, call %d, i %zu: got %a want %a",
+              aligned ? "2 MiB-aligned" : "malloc", call, i, dst[i], want);
+      }
+    }
+    std::free(in);
+    std::free(out);
+  }
+}
+
 void checkCollectives(ternComm_t comm) {
   const size_t counts[] = {0, 1, 7, 1023, 5000, 70000, (size_t{1} << 20) + 3};
   for (bool reg : {false, true}) {
@@ -118,6 +147,7 @@ void checkCollectives(ternComm_t comm) {
       }
     }
   }
+  checkReusedLargeBuffers(comm);
   OK(ternBarrier(comm), comm);
   std::printf("rank %d: collectives OK (transport %s)\n", rank, ternCommTransportName(comm));
 }

@@ -34,7 +34,8 @@ DirectCollectives::DirectCollectives(Mesh* mesh, Watchdog* dog, const SpinPolicy
       spin_(spin),
       tmp_(new char[kStageSlotBytes]),
       cmaBuf_(new char[kCmaBufferBytes]),
-      mappings_(static_cast<size_t>(std::max(64, 4 * mesh->nranks()))) {}
+      mappings_(static_cast<size_t>(std::max(64, 4 * mesh->nranks()))),
+      hugePages_(HugePageAdvisor::enabledByEnvironment()) {}
 
 // The one-phase algorithm makes every rank reduce every rank's data (n times the work of the pipelined one) but
 // synchronises once instead of a few times per chunk; synchronisation dominates below a size that shrinks with n
@@ -164,6 +165,11 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op) {
                   inBytes <= kCmaMaxBytes;
   for (int q : mesh_->localPeers()) cmaOffer = cmaOffer && mesh_->peer(q).cmaFrom && !mesh_->peer(q).sameProcess;
   d.pad = cmaOffer ? 1 : 0;
+  if (cmaOffer) {
+    // Before posting the descriptor: no peer touches these buffers until it has seen it.
+    hugePages_.onBuffer(op.input, inBytes);
+    if (op.output != op.input) hugePages_.onBuffer(op.output, outBytes);
+  }
   c.post(&RankControl::call, k);
   c.waitAllPeers(&RankControl::call, k, "call descriptor");
 

@@ -24,6 +24,7 @@
 #include "transport/shm/buffer_registry.hpp"
 #include "transport/shm/direct_call.hpp"
 #include "transport/shm/flag_wait.hpp"
+#include "transport/shm/huge_page_advisor.hpp"
 #include "transport/shm/mesh.hpp"
 #include "transport/shm/watchdog.hpp"
 
@@ -67,6 +68,7 @@ class DirectCollectives {
   std::unique_ptr<char[]> tmp_;
   std::unique_ptr<char[]> cmaBuf_;  // pieces read from peers by the CMA allreduce (kStageSlotBytes)
   PeerMappings mappings_;
+  HugePageAdvisor hugePages_;  // for the buffers peers reach by CMA
   DirectCall call_;
 };
 
