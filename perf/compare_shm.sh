@@ -14,12 +14,14 @@
 #
 # Environment (defaults in brackets):
 #   MINBYTES [8] MAXBYTES [256M] STEPFACTOR [2]          section 1 sweep (K/M/G suffixes, powers of 1024)
-#   ITER_BYTES [4G] MIN_ITERS [5] MAX_ITERS [2000]        iterations per size ~ ITER_BYTES/size, clamped
+#   ITER_BYTES [4G] MIN_ITERS [5] MAX_ITERS [20000]       iterations per size ~ ITER_BYTES/size, clamped (sub-us
+#                                                         calls need many: 20000 x 0.4 us is still only 8 ms)
 #   BW_TARGET [2] BW_RANGE [1M-256M] LAT_TARGET [1] LAT_RANGE [8-64K]
 #   OVERSUB [1] OVERSUB_NP [4] OVERSUB_MINBYTES [1M] OVERSUB_MAXBYTES [64M] OVERSUB_ITER_BYTES [1G]
 #   OVERSUB_MAX_ITERS [200] OVERSUB_TARGET [1]
 #   STREAM [1]: run stream_add over the section 1 sizes >= 1M
-#   WARMUP [iters/5, 2..20]   REPEATS [1] (median row per size)
+#   WARMUP [iters/5, 2..WARMUP_MAX]   WARMUP_MAX [1000]   REPEATS [3] (median row per size: one run of the same
+#                                                         binary varies by +-10% on a shared VM)
 #   MPI_MCA ["--mca pml ob1 --mca btl vader,self"]   MPI_ARGS: more mpirun arguments (e.g. "-x VAR=value")
 #   TERN_RUN TERN_PERF MPI_ALLREDUCE STREAM_ADD MPIRUN   binaries [BUILD_DIR/bin/..., mpirun]
 #   TERN_RUN_ARGS TERN_ARGS MPI_DRIVER_ARGS   extra arguments for tern's launcher / all_reduce_perf / mpi_allreduce
@@ -32,12 +34,13 @@ source "$here/compare/common.sh"
 
 build=$(cmp_resolve_build "${1:-build}")
 MINBYTES=${MINBYTES:-8} MAXBYTES=${MAXBYTES:-256M} STEPFACTOR=${STEPFACTOR:-2}
-ITER_BYTES=${ITER_BYTES:-4G} MIN_ITERS=${MIN_ITERS:-5} MAX_ITERS=${MAX_ITERS:-2000} WARMUP=${WARMUP:-}
+ITER_BYTES=${ITER_BYTES:-4G} MIN_ITERS=${MIN_ITERS:-5} MAX_ITERS=${MAX_ITERS:-20000} WARMUP=${WARMUP:-}
+WARMUP_MAX=${WARMUP_MAX:-1000}
 BW_TARGET=${BW_TARGET:-2} BW_RANGE=${BW_RANGE:-1M-256M} LAT_TARGET=${LAT_TARGET:-1} LAT_RANGE=${LAT_RANGE:-8-64K}
 OVERSUB=${OVERSUB:-1} OVERSUB_NP=${OVERSUB_NP:-4} OVERSUB_MINBYTES=${OVERSUB_MINBYTES:-1M}
 OVERSUB_MAXBYTES=${OVERSUB_MAXBYTES:-64M} OVERSUB_ITER_BYTES=${OVERSUB_ITER_BYTES:-1G}
 OVERSUB_MAX_ITERS=${OVERSUB_MAX_ITERS:-200} OVERSUB_TARGET=${OVERSUB_TARGET:-1}
-STREAM=${STREAM:-1} REPEATS=${REPEATS:-1}
+STREAM=${STREAM:-1} REPEATS=${REPEATS:-3}
 TERN_RUN=${TERN_RUN:-$build/bin/tern-run}
 TERN_PERF=${TERN_PERF:-$build/bin/all_reduce_perf}
 MPI_ALLREDUCE=${MPI_ALLREDUCE:-$build/bin/mpi_allreduce}
@@ -61,7 +64,7 @@ run_section() {
   local tag=$1 np=$2 min=$3 max=$4 budget=$5 max_it=$6
   shift 6
   local placement=("$@") plan rep first last iters warm
-  plan=$(cmp_plan "$min" "$max" "$STEPFACTOR" "$budget" "$MIN_ITERS" "$max_it" "$WARMUP") || exit 2
+  plan=$(cmp_plan "$min" "$max" "$STEPFACTOR" "$budget" "$MIN_ITERS" "$max_it" "$WARMUP" "$WARMUP_MAX") || exit 2
   : >"$results/$tag-tern.log"
   : >"$results/$tag-mpi.log"
   for ((rep = 1; rep <= REPEATS; rep++)); do

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "host_buffer.hpp"
 #include "tern/tern_ext.h"
 
 namespace tern::perf {
@@ -116,8 +117,9 @@ double load(const void* buf, size_t i, ternDataType_t t) {
 
 bool isFloat(ternDataType_t t) { return t == ternFloat16 || t == ternFloat32 || t == ternFloat64 || t == ternBfloat16; }
 
-// A benchmark buffer: ordinary page-aligned heap memory, or (-R) ternMemAlloc memory that same-host peers map, so
-// the intra-node collectives read it in place instead of staging it through shared memory.
+// A benchmark buffer: ordinary heap memory allocated as the baseline drivers allocate theirs (host_buffer.hpp), or (-R)
+// ternMemAlloc memory that same-host peers map, so the intra-node collectives read it in place instead of staging it
+// through shared memory.
 struct Buffer {
   char* p = nullptr;
   size_t bytes = 0;
@@ -149,10 +151,10 @@ struct Buffer {
         std::exit(1);
       }
       p = static_cast<char*>(q);
+      std::memset(p, 0, rounded);  // touch every page before timing
     } else {
-      p = static_cast<char*>(std::aligned_alloc(4096, rounded));
+      p = allocateHostBuffer(rounded).release();  // as the baseline drivers allocate (host_buffer.hpp)
     }
-    std::memset(p, 0, rounded);  // touch every page before timing
     bytes = rounded;
   }
 };

@@ -33,17 +33,17 @@ cmp_bytes() {
   echo $((n * mult))
 }
 
-# cmp_plan MIN MAX FACTOR BUDGET MIN_ITERS MAX_ITERS [WARMUP]
+# cmp_plan MIN MAX FACTOR BUDGET MIN_ITERS MAX_ITERS [WARMUP] [WARMUP_MAX]
 # Splits the size sweep into runs that share an iteration count, so iterations scale with size: each size moves
 # about BUDGET bytes in total (power-of-two iteration counts, clamped), which keeps small sizes statistically
 # meaningful and large sizes from taking minutes. Prints one "first last iters warmup" line per run; consecutive
 # sizes with equal counts share a run to save launches. WARMUP, when given, fixes the warmup count; otherwise it
-# is a fifth of the iterations, between 2 and 20.
+# is a fifth of the iterations, between 2 and WARMUP_MAX (default 20).
 cmp_plan() {
-  local min max factor budget min_it max_it warmup=${7:-}
+  local min max factor budget min_it max_it warmup=${7:-} warmup_max=${8:-20}
   min=$(cmp_bytes "$1") max=$(cmp_bytes "$2") factor=$3 budget=$(cmp_bytes "$4") min_it=$5 max_it=$6
   awk -v min="$min" -v max="$max" -v f="$factor" -v budget="$budget" -v lo="$min_it" -v hi="$max_it" \
-    -v warm="$warmup" '
+    -v warm="$warmup" -v wmax="$warmup_max" '
     function iters(s,   it) {
       it = 1
       while (it * 2 * s <= budget) it *= 2
@@ -55,7 +55,7 @@ cmp_plan() {
       if (first == "") return
       w = warm != "" ? warm : int(cur / 5)
       if (warm == "" && w < 2) w = 2
-      if (warm == "" && w > 20) w = 20
+      if (warm == "" && w > wmax) w = wmax
       printf "%d %d %d %d\n", first, last, cur, w
     }
     BEGIN {

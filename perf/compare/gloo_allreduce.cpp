@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/host_buffer.hpp"
 #include "driver_common.hpp"
 
 namespace {
@@ -203,16 +204,16 @@ int Run(const Options& o) {
     std::fflush(stdout);
   }
 
-  // One buffer sized for the largest message, first-touched up front so page faults stay out of the timings.
+  // One buffer sized for the largest message, allocated as tern's perf binaries allocate theirs (host_buffer.hpp).
   const size_t max_count = *max_bytes / sizeof(float);
-  std::vector<float> buf(std::max<size_t>(max_count, 1), 0.0f);
+  tern::perf::HostBuffer buf = tern::perf::allocateHostBuffer(std::max<size_t>(max_count, 1) * sizeof(float));
 
   std::vector<Record> records;
   double busbw_sum = 0;
   for (size_t bytes = *min_bytes; bytes <= *max_bytes;) {
     const size_t count = bytes / sizeof(float);
     if (count > 0) {
-      float* data = buf.data();
+      float* data = reinterpret_cast<float*>(buf.get());
       std::shared_ptr<gloo::Algorithm> keep_alive;
       auto allreduce = MakeAllreduce(o.algo, ctx, data, count, &keep_alive);
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/host_buffer.hpp"
 #include "driver_common.hpp"
 
 namespace {
@@ -70,10 +71,12 @@ int Run(const Options& o, int rank, int n) {
     std::fflush(stdout);
   }
 
-  // Buffers sized for the largest message and first-touched up front so page faults stay out of the timings.
+  // Buffers sized for the largest message, allocated as tern's perf binaries allocate theirs (host_buffer.hpp).
   const size_t max_count = std::max<size_t>(*max_bytes / sizeof(float), 1);
-  std::vector<float> send(max_count, 0.0f);
-  std::vector<float> recv(max_count, 0.0f);
+  tern::perf::HostBuffer send_buf = tern::perf::allocateHostBuffer(max_count * sizeof(float));
+  tern::perf::HostBuffer recv_buf = tern::perf::allocateHostBuffer(max_count * sizeof(float));
+  float* send = reinterpret_cast<float*>(send_buf.get());
+  float* recv = reinterpret_cast<float*>(recv_buf.get());
 
   std::vector<Record> records;
   double busbw_sum = 0;
@@ -84,12 +87,12 @@ int Run(const Options& o, int rank, int n) {
       // In-place reduces recv into itself; values then grow by n per call, which is harmless for timing (x86 adds
       // of large values and even inf cost the same; only denormals are slow).
       auto allreduce = [&]() {
-        MPI_Allreduce(o.inplace ? MPI_IN_PLACE : send.data(), recv.data(), icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(o.inplace ? MPI_IN_PLACE : send, recv, icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       };
 
       long wrong = -1;
       if (o.check) {
-        float* in = o.inplace ? recv.data() : send.data();
+        float* in = o.inplace ? recv : send;
         for (size_t i = 0; i < count; ++i) in[i] = InputValue(rank, i);
         allreduce();
         wrong = 0;
