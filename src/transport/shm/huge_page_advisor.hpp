@@ -11,7 +11,9 @@
 // Policy: a 2 MiB-aligned region is collapsed the second time an allreduce's buffer covers at least half of it
 // (a buffer used once is not worth the copy; training reuses its gradient buffers every step), at most once per
 // region. A region is retried once after a transient failure (EAGAIN), never after others. The kernel decides
-// the rest (THP "never" or MADV_NOHUGEPAGE memory is refused). TERN_SHM_HUGEPAGES=0 turns it off.
+// the rest (THP "never" or MADV_NOHUGEPAGE memory is refused). The cost is one 2 MiB copy per region, once (plus
+// compaction when free memory is fragmented), and up to 1 MiB of untouched pages a region may populate past
+// either end of the buffer. TERN_SHM_HUGEPAGES=0 turns it off.
 #pragma once
 
 #include <cstddef>
