@@ -45,7 +45,8 @@ struct DirectCall {
   bool inStaged = true;    // this rank's input goes through its staging slots
   bool outStaged = true;   // this rank's results go through its staging slots
   std::vector<const char*> peerIn;
-  std::vector<const char*> peerOut;
+  std::vector<char*> peerOut;     // writable: registered buffers are mapped read-write, threads share memory
+  bool allMapped = false;         // every rank's input and output are addressable by every rank (mapped_allreduce.cpp)
   std::vector<const void*> srcs;  // scratch for the reductions' source lists
   // CMA allreduce (every rank's buffers are ordinary and every rank can process_vm_readv every peer): the peers'
   // buffer addresses in their own address spaces, and a private buffer of cmaBytes for the pieces read.
@@ -109,10 +110,11 @@ void reduceInOrder(void* dst, const void* const* srcs, int n, size_t count, tern
 uint64_t argsKey(const CollArgs& a);
 
 // The collectives (one file each). Small: one phase through the small areas; pipelined: chunks through staging
-// slots or in place.
+// slots or in place; CMA and mapped: one-pass allreduces of ordinary and of directly addressable buffers.
 void smallCollective(DirectCall& c, uint32_t seq);
 void pipelinedAllReduce(DirectCall& c);
 void cmaAllReduce(DirectCall& c);
+void mappedAllReduce(DirectCall& c);
 void pipelinedReduceScatter(DirectCall& c);
 void pipelinedAllGather(DirectCall& c);
 void pipelinedBroadcast(DirectCall& c);

@@ -176,6 +176,7 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op) {
   c.peerIn.assign(n, nullptr);
   c.peerOut.assign(n, nullptr);
   c.cma = true;
+  c.allMapped = true;
   c.peerInAddr.assign(n, 0);
   c.peerOutAddr.assign(n, 0);
   for (int p = 0; p < n; ++p) {
@@ -191,7 +192,10 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op) {
                  me, c.what, p, a.count, static_cast<unsigned long long>(pd.count));
     }
     if (pd.in.mode == BufferMode::kDirect) c.peerIn[p] = p == me ? c.in : resolve(p, pd.in, inBytes);
-    if (pd.out.mode == BufferMode::kDirect) c.peerOut[p] = p == me ? c.out : resolve(p, pd.out, outBytes);
+    // Peers' outputs are written only by the one-pass allreduce, through read-write mappings.
+    if (pd.out.mode == BufferMode::kDirect)
+      c.peerOut[p] = p == me ? c.out : const_cast<char*>(resolve(p, pd.out, outBytes));
+    c.allMapped = c.allMapped && pd.in.mode == BufferMode::kDirect && pd.out.mode == BufferMode::kDirect;
   }
 }
 
@@ -237,6 +241,8 @@ void DirectCollectives::run(Operation& op, const ExecContext& ctx, DirectAlgorit
     case Collective::kAllReduce:
       if (c.cma) {
         cmaAllReduce(c);
+      } else if (c.allMapped) {
+        mappedAllReduce(c);
       } else {
         pipelinedAllReduce(c);
       }

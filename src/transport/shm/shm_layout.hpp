@@ -35,6 +35,9 @@ constexpr size_t kCmaMaxBytes = 16 * 1024 * 1024;
 // The CMA allreduce's private buffer: pieces read from the peers (one part per peer). Every piece costs a system
 // call per peer and direction; measured best at 256 KiB (2 ranks, 4 MiB: 7.9 GB/s; 32 KiB 6.6, 1 MiB 6.5).
 constexpr size_t kCmaBufferBytes = 256 * 1024;
+// The one-pass allreduce of mapped buffers writes peers' outputs with streaming stores above this many bytes per
+// rank, out of place (mapped_allreduce.cpp).
+constexpr size_t kMappedStreamingBytes = 16 * 1024 * 1024;
 // FIFO rings (point-to-point): fixed-size slots; the ring per peer shrinks with the rank count so that the
 // segment stays a few MiB on big hosts.
 constexpr size_t kRingSlotBytes = 32 * 1024;
