@@ -54,8 +54,9 @@ size_t HugePageAdvisor::onBuffer(const void* p, size_t bytes) {
       continue;
     }
     // EAGAIN: transient (a page locked or briefly pinned), worth one more try on a later call. EINVAL: a kernel
-    // before 6.1 or memory that may not use huge pages; ENOMEM: no free huge page. Either way the buffer keeps
-    // working with small pages.
+    // before 6.1, or memory that may not use huge pages (THP "never", MADV_NOHUGEPAGE, a region straddling two
+    // mappings); ENOMEM: part of the region is not mapped, or no huge page could be had. Either way the buffer
+    // keeps working with small pages.
     const int err = errno;
     TERN_LOG(kInfo, kShm, -1, "no huge page for the buffer region at %p (madvise MADV_COLLAPSE: %s)",
              reinterpret_cast<void*>(r), std::strerror(err));
