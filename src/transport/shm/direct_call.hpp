@@ -117,7 +117,9 @@ void cmaAllReduce(DirectCall& c);
 void mappedAllReduce(DirectCall& c);
 void pipelinedReduceScatter(DirectCall& c);
 void pipelinedAllGather(DirectCall& c);
+void cmaAllGather(DirectCall& c);
 void pipelinedBroadcast(DirectCall& c);
+void cmaBroadcast(DirectCall& c);
 void pipelinedReduce(DirectCall& c);
 
 }  // namespace tern::shm

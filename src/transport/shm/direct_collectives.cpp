@@ -161,14 +161,17 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op) {
   c.outStaged = !(a.coll == Collective::kAllReduce && zeroCopyFor(op.output, outBytes, &d.out));
   if (c.outStaged) d.out.mode = BufferMode::kStaged;
   // CMA is used only when every rank offers it (d.pad): all ranks must run the same algorithm and chunking.
-  bool cmaOffer = a.coll == Collective::kAllReduce && n > 1 && c.inStaged && c.outStaged && inBytes >= cmaMinBytes() &&
-                  inBytes <= kCmaMaxBytes;
+  // Allreduce, allgather and broadcast have a CMA form (cma_*.cpp) for ordinary buffers.
+  const bool cmaForm =
+      a.coll == Collective::kAllReduce || a.coll == Collective::kAllGather || a.coll == Collective::kBroadcast;
+  bool cmaOffer = cmaForm && n > 1 && c.inStaged && c.outStaged && inBytes >= cmaMinBytes() && inBytes <= kCmaMaxBytes;
   for (int q : mesh_->localPeers()) cmaOffer = cmaOffer && mesh_->peer(q).cmaFrom && !mesh_->peer(q).sameProcess;
   d.pad = cmaOffer ? 1 : 0;
   if (cmaOffer) {
-    // Before posting the descriptor: no peer touches these buffers until it has seen it.
-    hugePages_.onBuffer(op.input, inBytes);
-    if (op.output != op.input) hugePages_.onBuffer(op.output, outBytes);
+    // The buffers peers will pin: the input they read (not a broadcast's non-root input, which is not read) and an
+    // allreduce's output they write. Before posting the descriptor: no peer touches them until it has seen it.
+    if (sendsInput) hugePages_.onBuffer(op.input, inBytes);
+    if (a.coll == Collective::kAllReduce && op.output != op.input) hugePages_.onBuffer(op.output, outBytes);
   }
   c.post(&RankControl::call, k);
   c.waitAllPeers(&RankControl::call, k, "call descriptor");
@@ -251,10 +254,18 @@ void DirectCollectives::run(Operation& op, const ExecContext& ctx, DirectAlgorit
       pipelinedReduceScatter(c);
       break;
     case Collective::kAllGather:
-      pipelinedAllGather(c);
+      if (c.cma) {
+        cmaAllGather(c);
+      } else {
+        pipelinedAllGather(c);
+      }
       break;
     case Collective::kBroadcast:
-      pipelinedBroadcast(c);
+      if (c.cma) {
+        cmaBroadcast(c);
+      } else {
+        pipelinedBroadcast(c);
+      }
       break;
     case Collective::kReduce:
       pipelinedReduce(c);

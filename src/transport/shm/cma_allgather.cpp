@@ -1,0 +1,34 @@
+// Allgather of ordinary (unregistered) buffers between processes that may read each other's memory with
+// process_vm_readv (CMA): every rank copies its own block into its output and reads every peer's block straight
+// out of the peer's input into its output. One copy per byte (the kernel's), where staging costs two (into the
+// staging slot, then out of it) plus a wait per chunk.
+//
+// Safety: every rank is inside the call (describeCall's exchange) before anyone reads its input, and nobody leaves
+// before every rank has posted `done`, so an input is not reused while a peer still reads it. Outputs are private.
+#include <cerrno>
+#include <cstring>
+
+#include "transport/shm/direct_call.hpp"
+#include "transport/shm/process_identity.hpp"
+
+namespace tern::shm {
+
+void cmaAllGather(DirectCall& c) {
+  const CollArgs& a = *c.args;
+  const int n = c.n, me = c.rank;
+  const size_t block = a.count * c.esize;
+  char* own = c.out + static_cast<size_t>(me) * block;
+  if (own != c.in) std::memcpy(own, c.in, block);
+  for (int i = 1; i < n; ++i) {
+    const int p = (me + i) % n;
+    if (!cmaRead(c.mesh->peer(p).pid, c.out + static_cast<size_t>(p) * block, c.peerInAddr[p], block)) {
+      throwError(ternSystemError, "rank %d: %s: cannot read rank %d's input (process_vm_readv: %s)", me, c.what, p,
+                 std::strerror(errno));
+    }
+  }
+  const uint32_t g = c.chunkBase + c.chunks;
+  c.post(&RankControl::done, g);
+  c.waitAllPeers(&RankControl::done, g, "end of the call");
+}
+
+}  // namespace tern::shm
