@@ -54,6 +54,15 @@ struct Buffer {
   int32_t* i() { return reinterpret_cast<int32_t*>(p); }
 };
 
+// got[i] must be the rank-order float sum of every rank's fvalue(rank + shift, i), bit for bit.
+void checkFloatSum(const float* got, size_t count, int shift, const std::string& what) {
+  for (size_t i = 0; i < count; ++i) {
+    float want = fvalue(shift, i);
+    for (int r = 1; r < nranks; ++r) want += fvalue(r + shift, i);
+    CHECK(std::memcmp(&got[i], &want, 4) == 0, "%s, i %zu: got %a want %a", what.c_str(), i, got[i], want);
+  }
+}
+
 // A training loop's pattern: the same large ordinary buffers allreduced again and again with new contents. From
 // the second call on, the cross-memory-attach path turns their pages into huge pages (huge_page_advisor.hpp) while
 // peers read and write them; every call must still be exact, in and out of place, on 2 MiB-aligned buffers (whole
@@ -71,12 +80,9 @@ void checkReusedLargeBuffers(ternComm_t comm) {
       float* dst = inPlace ? in : out;
       for (size_t i = 0; i < count; ++i) in[i] = fvalue(rank + call, i);
       OK(ternAllReduce(in, dst, count, ternFloat32, ternSum, comm), comm);
-      for (size_t i = 0; i < count; ++i) {
-        float want = fvalue(call, i);
-        for (int r = 1; r < nranks; ++r) want += fvalue(r + call, i);
-        CHECK(std::memcmp(&dst[i], &want, 4) == 0, "reused %s buffers, call %d, i %zu: got %a want %a",
-              aligned ? "2 MiB-aligned" : "malloc", call, i, dst[i], want);
-      }
+      checkFloatSum(dst, count, call,
+                    std::string("allreduce of reused ") + (aligned ? "2 MiB-aligned" : "malloc") + " buffers, call " +
+                        std::to_string(call));
     }
     std::free(in);
     std::free(out);
@@ -92,12 +98,7 @@ void checkLargeRegistered(ternComm_t comm) {
     float* dst = inPlace ? in.f() : out.f();
     for (size_t i = 0; i < count; ++i) in.f()[i] = fvalue(rank, i);
     OK(ternAllReduce(in.p, dst, count, ternFloat32, ternSum, comm), comm);
-    for (size_t i = 0; i < count; ++i) {
-      float want = fvalue(0, i);
-      for (int r = 1; r < nranks; ++r) want += fvalue(r, i);
-      CHECK(std::memcmp(&dst[i], &want, 4) == 0, "large registered allreduce (%s) i %zu: got %a want %a",
-            inPlace ? "in place" : "out of place", i, dst[i], want);
-    }
+    checkFloatSum(dst, count, 0, std::string("large registered allreduce ") + (inPlace ? "in place" : "out of place"));
   }
 }
 
@@ -112,12 +113,7 @@ void checkCollectives(ternComm_t comm) {
           float* dst = inPlace ? in.f() : out.f();
           for (size_t i = 0; i < count; ++i) in.f()[i] = fvalue(rank, i);
           OK(ternAllReduce(in.p, dst, count, ternFloat32, ternSum, comm), comm);
-          for (size_t i = 0; i < count; ++i) {
-            float want = fvalue(0, i);
-            for (int r = 1; r < nranks; ++r) want += fvalue(r, i);
-            CHECK(std::memcmp(&dst[i], &want, 4) == 0, "allreduce count %zu i %zu got %a want %a", count, i, dst[i],
-                  want);
-          }
+          checkFloatSum(dst, count, 0, "allreduce count " + std::to_string(count));
         }
         // reduce-scatter, int32 max.
         {

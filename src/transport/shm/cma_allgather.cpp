@@ -5,11 +5,9 @@
 //
 // Safety: every rank is inside the call (describeCall's exchange) before anyone reads its input, and nobody leaves
 // before every rank has posted `done`, so an input is not reused while a peer still reads it. Outputs are private.
-#include <cerrno>
 #include <cstring>
 
 #include "transport/shm/direct_call.hpp"
-#include "transport/shm/process_identity.hpp"
 
 namespace tern::shm {
 
@@ -21,14 +19,9 @@ void cmaAllGather(DirectCall& c) {
   if (own != c.in) std::memcpy(own, c.in, block);
   for (int i = 1; i < n; ++i) {
     const int p = (me + i) % n;
-    if (!cmaRead(c.mesh->peer(p).pid, c.out + static_cast<size_t>(p) * block, c.peerInAddr[p], block)) {
-      throwError(ternSystemError, "rank %d: %s: cannot read rank %d's input (process_vm_readv: %s)", me, c.what, p,
-                 std::strerror(errno));
-    }
+    c.cmaReadPeer(p, c.out + static_cast<size_t>(p) * block, c.peerInAddr[p], block, "input");
   }
-  const uint32_t g = c.chunkBase + c.chunks;
-  c.post(&RankControl::done, g);
-  c.waitAllPeers(&RankControl::done, g, "end of the call");
+  c.finishOnePass();
 }
 
 }  // namespace tern::shm

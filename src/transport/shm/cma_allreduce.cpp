@@ -30,13 +30,6 @@ void cmaAllReduce(DirectCall& c) {
   std::vector<const void*>& srcs = c.srcs;
   srcs.resize(n);
 
-  auto read = [&](int p, void* dst, uint64_t src, size_t bytes, const char* what) {
-    if (!cmaRead(c.mesh->peer(p).pid, dst, src, bytes)) {
-      throwError(ternSystemError, "rank %d: %s: cannot read rank %d's %s (process_vm_readv: %s)", me, c.what, p, what,
-                 std::strerror(errno));
-    }
-  };
-
   // Piece by piece: read the peers' input, reduce into my output, and write the result straight into every peer's
   // output while it is still in cache. No rank waits for another until the end.
   for (uint32_t j = 0; j < c.chunks; ++j) {
@@ -47,7 +40,7 @@ void cmaAllReduce(DirectCall& c) {
       char* buf = c.cmaBuf;
       for (int p = 0; p < n; ++p) {
         if (p == me) continue;
-        read(p, buf, c.peerInAddr[p] + off * e, m * e, "input");
+        c.cmaReadPeer(p, buf, c.peerInAddr[p] + off * e, m * e, "input");
         srcs[p] = buf;
         buf += part;
       }
@@ -65,9 +58,7 @@ void cmaAllReduce(DirectCall& c) {
       }
     }
   }
-  const uint32_t g = c.chunkBase + c.chunks;
-  c.post(&RankControl::done, g);
-  c.waitAllPeers(&RankControl::done, g, "end of the call");
+  c.finishOnePass();
 }
 
 }  // namespace tern::shm

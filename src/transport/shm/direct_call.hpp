@@ -85,6 +85,13 @@ struct DirectCall {
     waitAllPeers(&RankControl::done, g - kStageSlots + 1, "release of a staging slot");
   }
 
+  // Reads bytes at addr in rank p's address space into dst by CMA (process_vm_readv); throws ternSystemError
+  // naming what was read (label) when the kernel refuses.
+  void cmaReadPeer(int p, void* dst, uint64_t addr, size_t bytes, const char* label) const;
+  // The end of the one-pass (CMA and mapped) algorithms: posts `done` for the whole call and waits for every peer's,
+  // since peers read or write this rank's buffers until then.
+  void finishOnePass() const;
+
   // Chunk j of the call covers elements [chunkBegin(j), chunkEnd(j)) of the per-rank range (count elements).
   size_t chunkBegin(uint32_t j) const { return static_cast<size_t>(j) * chunkElems; }
   size_t chunkEnd(uint32_t j) const { return std::min(args->count, chunkBegin(j) + chunkElems); }

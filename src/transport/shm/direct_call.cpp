@@ -1,0 +1,23 @@
+#include "transport/shm/direct_call.hpp"
+
+#include <cerrno>
+#include <cstring>
+
+#include "transport/shm/process_identity.hpp"
+
+namespace tern::shm {
+
+void DirectCall::cmaReadPeer(int p, void* dst, uint64_t addr, size_t bytes, const char* label) const {
+  if (!cmaRead(mesh->peer(p).pid, dst, addr, bytes)) {
+    throwError(ternSystemError, "rank %d: %s: cannot read rank %d's %s (process_vm_readv: %s)", rank, what, p, label,
+               std::strerror(errno));
+  }
+}
+
+void DirectCall::finishOnePass() const {
+  const uint32_t g = chunkBase + chunks;
+  post(&RankControl::done, g);
+  waitAllPeers(&RankControl::done, g, "end of the call");
+}
+
+}  // namespace tern::shm
