@@ -63,29 +63,47 @@ void checkFloatSum(const float* got, size_t count, int shift, const std::string&
   }
 }
 
-// A training loop's pattern: the same large ordinary buffers allreduced again and again with new contents. From
-// the second call on, the cross-memory-attach path turns their pages into huge pages (huge_page_advisor.hpp) while
-// peers read and write them; every call must still be exact, in and out of place, on 2 MiB-aligned buffers (whole
-// huge pages) and on malloc's (partly covered regions).
+// A training loop's pattern: the same large ordinary buffers allreduced, allgathered and broadcast again and again
+// with new contents. From the second call on, the cross-memory-attach paths turn their pages into huge pages
+// (huge_page_advisor.hpp) while peers read and write them; every call must still be exact, in and out of place, on
+// 2 MiB-aligned buffers (whole huge pages) and on malloc's (partly covered regions).
 void checkReusedLargeBuffers(ternComm_t comm) {
   const size_t count = (size_t{2} << 20) + 5;  // 8 MiB of float32: inside the CMA range
-  const size_t bytes = count * sizeof(float);
+  const size_t part = count / 4;               // allgathered per rank: 2 MiB
+  const size_t bytes = count * sizeof(float), gatheredBytes = part * nranks * sizeof(float);
   for (bool aligned : {true, false}) {
-    const size_t alloc = (bytes + (size_t{2} << 20) - 1) & ~((size_t{2} << 20) - 1);
-    float* in = static_cast<float*>(aligned ? std::aligned_alloc(size_t{2} << 20, alloc) : std::malloc(bytes));
-    float* out = static_cast<float*>(aligned ? std::aligned_alloc(size_t{2} << 20, alloc) : std::malloc(bytes));
-    CHECK(in != nullptr && out != nullptr, "allocating %zu bytes", bytes);
+    auto allocate = [&](size_t n) {
+      const size_t huge = size_t{2} << 20;
+      return static_cast<float*>(aligned ? std::aligned_alloc(huge, (n + huge - 1) / huge * huge) : std::malloc(n));
+    };
+    float* in = allocate(bytes);
+    float* out = allocate(bytes);
+    float* gathered = allocate(gatheredBytes);
+    CHECK(in != nullptr && out != nullptr && gathered != nullptr, "allocating %zu bytes", bytes);
+    const std::string kind = aligned ? "2 MiB-aligned" : "malloc";
     for (int call = 0; call < 4; ++call) {
       const bool inPlace = call == 3;
       float* dst = inPlace ? in : out;
       for (size_t i = 0; i < count; ++i) in[i] = fvalue(rank + call, i);
+      OK(ternAllGather(in, gathered, part, ternFloat32, comm), comm);
+      for (int r = 0; r < nranks; ++r) {
+        for (size_t i = 0; i < part; ++i) {
+          CHECK(gathered[r * part + i] == fvalue(r + call, i), "allgather of reused %s buffers, call %d, rank %d i %zu",
+                kind.c_str(), call, r, i);
+        }
+      }
+      const int root = call % nranks;
+      OK(ternBroadcast(in, out, count, ternFloat32, root, comm), comm);
+      for (size_t i = 0; i < count; ++i) {
+        CHECK(out[i] == fvalue(root + call, i), "broadcast of reused %s buffers, call %d, i %zu", kind.c_str(), call,
+              i);
+      }
       OK(ternAllReduce(in, dst, count, ternFloat32, ternSum, comm), comm);
-      checkFloatSum(dst, count, call,
-                    std::string("allreduce of reused ") + (aligned ? "2 MiB-aligned" : "malloc") + " buffers, call " +
-                        std::to_string(call));
+      checkFloatSum(dst, count, call, "allreduce of reused " + kind + " buffers, call " + std::to_string(call));
     }
     std::free(in);
     std::free(out);
+    std::free(gathered);
   }
 }
 
