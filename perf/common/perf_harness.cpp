@@ -16,8 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include "../compare/driver_common.hpp"  // the time column, as the baseline drivers print it
 #include "host_buffer.hpp"
 #include "tern/tern_ext.h"
+#include "typed_value.hpp"
 
 namespace tern::perf {
 
@@ -36,84 +38,6 @@ using Clock = std::chrono::steady_clock;
     ternResult_t r_ = (call);                    \
     if (r_ != ternSuccess) die(#call, r_, comm); \
   } while (0)
-
-// fp16/bf16 values go through the library's own conversion (ternConvert), so expected values are rounded exactly
-// as the collectives round.
-uint16_t toHalfType(float f, ternDataType_t t) {
-  uint16_t h = 0;
-  ternConvert(&f, ternFloat32, &h, t, 1);
-  return h;
-}
-
-float fromHalfType(uint16_t h, ternDataType_t t) {
-  float f = 0;
-  ternConvert(&h, t, &f, ternFloat32, 1);
-  return f;
-}
-
-void store(void* buf, size_t i, ternDataType_t t, double v) {
-  switch (t) {
-    case ternInt8:
-      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v);
-      break;
-    case ternUint8:
-      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v);
-      break;
-    case ternInt32:
-      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
-      break;
-    case ternUint32:
-      static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v);
-      break;
-    case ternInt64:
-      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
-      break;
-    case ternUint64:
-      static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v);
-      break;
-    case ternFloat16:
-      static_cast<uint16_t*>(buf)[i] = toHalfType(static_cast<float>(v), t);
-      break;
-    case ternFloat32:
-      static_cast<float*>(buf)[i] = static_cast<float>(v);
-      break;
-    case ternFloat64:
-      static_cast<double*>(buf)[i] = v;
-      break;
-    case ternBfloat16:
-      static_cast<uint16_t*>(buf)[i] = toHalfType(static_cast<float>(v), t);
-      break;
-    default:
-      break;
-  }
-}
-
-double load(const void* buf, size_t i, ternDataType_t t) {
-  switch (t) {
-    case ternInt8:
-      return static_cast<const int8_t*>(buf)[i];
-    case ternUint8:
-      return static_cast<const uint8_t*>(buf)[i];
-    case ternInt32:
-      return static_cast<const int32_t*>(buf)[i];
-    case ternUint32:
-      return static_cast<const uint32_t*>(buf)[i];
-    case ternInt64:
-      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-    case ternUint64:
-      return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
-    case ternFloat16:
-      return fromHalfType(static_cast<const uint16_t*>(buf)[i], t);
-    case ternFloat32:
-      return static_cast<const float*>(buf)[i];
-    case ternFloat64:
-      return static_cast<const double*>(buf)[i];
-    case ternBfloat16:
-      return fromHalfType(static_cast<const uint16_t*>(buf)[i], t);
-    default:
-      return 0;
-  }
-}
 
 bool isFloat(ternDataType_t t) { return t == ternFloat16 || t == ternFloat32 || t == ternFloat64 || t == ternBfloat16; }
 
@@ -175,7 +99,7 @@ class RankRunner {
     void* dst = inPlace ? static_cast<char*>(recv) + l.inPlaceSendOffset * typeSize(o_.dtype) : send;
     if (!inPlace && recv != nullptr) std::memset(recv, 0, l.recvElems * typeSize(o_.dtype));
     for (size_t j = 0; j < l.sendElems; ++j) {
-      store(dst, j, o_.dtype, spec_.sendValue(j, rank_, n_, l.callCount, op, o_.root));
+      storeTyped(dst, j, o_.dtype, spec_.sendValue(j, rank_, n_, l.callCount, op, o_.root));
     }
   }
 
@@ -186,7 +110,7 @@ class RankRunner {
       double want;
       if (!spec_.expectedValue(j, rank_, n_, l.callCount, op, o_.root, &want)) continue;
       if (op == ternAvg && !isFloat(o_.dtype)) want = std::trunc(want);
-      double got = load(recv, j, o_.dtype);
+      double got = loadTyped(recv, j, o_.dtype);
       bool ok = tolerant ? std::fabs(got - want) <= 1e-2 * std::max(1.0, std::fabs(want)) : got == want;
       if (!ok) ++wrong;
     }
@@ -255,7 +179,7 @@ class RankRunner {
       long long bad = 0;
       uint64_t hash = 1469598103934665603ull;
       for (size_t j = 0; j < l.recvElems; ++j) {
-        double v = load(recv, j, o_.dtype);
+        double v = loadTyped(recv, j, o_.dtype);
         if (!std::isfinite(v)) ++bad;
         uint64_t bits;
         std::memcpy(&bits, &v, sizeof(bits));
@@ -375,18 +299,6 @@ class RankRunner {
     std::fflush(stdout);
   }
 
-  static std::string timeText(double us) {
-    char b[32];
-    if (us >= 10000.0) {
-      std::snprintf(b, sizeof(b), "%7.0f", us);
-    } else if (us >= 100.0) {
-      std::snprintf(b, sizeof(b), "%7.1f", us);
-    } else {
-      std::snprintf(b, sizeof(b), "%7.2f", us);
-    }
-    return b;
-  }
-
   void printRow(size_t count, ternRedOp_t op, const Measured& out, const Measured& in) {
     std::printf("%12zu  %12zu  %8s  %6s  %6i", count * typeSize(o_.dtype), count, typeName(o_.dtype),
                 spec_.hasOp ? opName(op) : "none", spec_.hasRoot ? o_.root : -1);
@@ -397,7 +309,7 @@ class RankRunner {
       } else {
         std::snprintf(wrong, sizeof(wrong), "%lld", m->wrong);
       }
-      std::printf("  %7s  %6.2f  %6.2f  %5s", timeText(m->timeUs).c_str(), m->algbw, m->busbw, wrong);
+      std::printf("  %7s  %6.2f  %6.2f  %5s", compare::FormatTime(m->timeUs).c_str(), m->algbw, m->busbw, wrong);
     }
     std::printf("\n");
     std::fflush(stdout);

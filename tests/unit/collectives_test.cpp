@@ -12,6 +12,7 @@
 #include "core/dtype.hpp"
 #include "kernels/reduce.hpp"
 #include "rank_threads.hpp"
+#include "typed_value.hpp"
 
 namespace tern {
 namespace {
@@ -33,51 +34,14 @@ double inputValue(int r, size_t i, ternRedOp_t op, ternDataType_t dt) {
   return isSigned ? v - 4 : v;  // -4..4 or 0..8
 }
 
-void storeValue(void* buf, size_t i, ternDataType_t t, double v) {
-  switch (t) {
-    case ternInt8:
-      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v);
-      break;
-    case ternUint8:
-      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v);
-      break;
-    case ternInt32:
-      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
-      break;
-    case ternUint32:
-      static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v);
-      break;
-    case ternInt64:
-      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
-      break;
-    case ternUint64:
-      static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v);
-      break;
-    case ternFloat16:
-      static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v));
-      break;
-    case ternFloat32:
-      static_cast<float*>(buf)[i] = static_cast<float>(v);
-      break;
-    case ternFloat64:
-      static_cast<double*>(buf)[i] = v;
-      break;
-    case ternBfloat16:
-      static_cast<uint16_t*>(buf)[i] = floatToBfloat16(static_cast<float>(v));
-      break;
-    default:
-      break;
-  }
-}
-
 // Reference reduction of element i over ranks, computed with tern's own scalar kernel one rank at a time (the
 // result is exact for our inputs, so order does not matter), then avg's division.
 std::vector<char> referenceReduce(int n, size_t count, size_t offset, ternDataType_t dt, ternRedOp_t op) {
   size_t e = dataTypeSize(dt);
   std::vector<char> acc(count * e), in(count * e);
-  for (size_t i = 0; i < count; ++i) storeValue(acc.data(), i, dt, inputValue(0, offset + i, op, dt));
+  for (size_t i = 0; i < count; ++i) perf::storeTyped(acc.data(), i, dt, inputValue(0, offset + i, op, dt));
   for (int r = 1; r < n; ++r) {
-    for (size_t i = 0; i < count; ++i) storeValue(in.data(), i, dt, inputValue(r, offset + i, op, dt));
+    for (size_t i = 0; i < count; ++i) perf::storeTyped(in.data(), i, dt, inputValue(r, offset + i, op, dt));
     reduceScalar(acc.data(), acc.data(), in.data(), count, dt, op);
   }
   if (op == ternAvg && count > 0) finalizeAverage(acc.data(), count, dt, n);
@@ -86,7 +50,7 @@ std::vector<char> referenceReduce(int n, size_t count, size_t offset, ternDataTy
 
 std::vector<char> fillInput(int r, size_t count, size_t offset, ternDataType_t dt, ternRedOp_t op) {
   std::vector<char> b(count * dataTypeSize(dt));
-  for (size_t i = 0; i < count; ++i) storeValue(b.data(), i, dt, inputValue(r, offset + i, op, dt));
+  for (size_t i = 0; i < count; ++i) perf::storeTyped(b.data(), i, dt, inputValue(r, offset + i, op, dt));
   return b;
 }
 
