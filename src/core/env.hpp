@@ -1,5 +1,4 @@
-// Every environment knob tern reads, declared in one place (as NCCL's param table). Read once per process; the
-// NCCL-ABI shim maps NCCL_* names onto these before first use.
+// Every environment knob tern reads, declared in one place (as NCCL's param table). Read once per process.
 #pragma once
 
 #include <optional>
