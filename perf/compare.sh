@@ -7,23 +7,34 @@
 #   Open MPI with pml ob1 and the TCP BTL on loopback, Gloo's TCP device on 127.0.0.1.
 # TRANSPORT=shm: tern with shared memory, Open MPI with the vader (shared-memory) BTL. Gloo has no shared-memory
 #   path, so its column reads "n/a (no shm path)" and it is not run.
-# All tools run 2 ranks (NP) of float32 sum allreduce, interleaved size group by size group so each sees the same
-# machine state. The table gives out-of-place busbw per size and tern/MPI, tern/Gloo ratios (other time / tern time,
-# which equals tern busbw / other busbw but stays exact where busbw rounds to 0.00). perf/plot.py draws the three
-# runs, tern with its model prediction dashed, into RESULTS_DIR/compare-TRANSPORT.png.
+# All tools run 2 ranks (NP) of float32 sum allreduce. The table gives the median busbw per size over REPEATS runs
+# with its spread, and tern/MPI, tern/Gloo ratios of the median times (other time / tern time, which equals tern
+# busbw / other busbw but stays exact where busbw rounds to 0.00). perf/plot.py draws the three runs, tern with its
+# model prediction dashed, into RESULTS_DIR/compare-TRANSPORT.png.
 # It is a benchmark, not a test: the exit code is 0 whatever the ratios and non-zero only when a tool failed or
 # produced no numbers (a PNG that could not be drawn is reported, not counted as a failure).
+#
+# The fair protocol, as perf/compare_tcp.sh and perf/compare_shm.sh (see their headers for the reasons): Gloo
+# through gloo::allreduce, faster of ring and bcube per size (GLOO_ALGO=auto); all three out of place (PLACE=out;
+# PLACE=in: tern's in-place column, MPI_IN_PLACE, Gloo in place); tern bound as tern-run places it, MPI
+# --bind-to core, Gloo on its own share of the CPUs (GLOO_BIND=split); REPEATS (>= 3) runs, medians and spreads;
+# the tool that runs first rotates from size group to size group and from repeat to repeat. PERF_HUGEPAGES, when
+# set, is given to all three (TRANSPORT=shm: see compare_shm.sh for the huge-page protocols; tern's own
+# MADV_COLLAPSE stays on unless TERN_SHM_HUGEPAGES=0 is passed in TERN_RUN_ARGS as "-x TERN_SHM_HUGEPAGES=0").
 #
 # Environment (defaults in brackets):
 #   TRANSPORT [tcp]   tcp | shm
 #   MINBYTES [1M] MAXBYTES [64M] STEPFACTOR [2]   size sweep (K/M/G suffixes, powers of 1024)
 #   ITER_BYTES [1G] MIN_ITERS [5] MAX_ITERS [200]   iterations per size ~ ITER_BYTES/size, clamped
-#   WARMUP [iters/5, 2..20]   REPEATS [1] (median row per size)   NP [2]
-#   GLOO_ALGO [ring]          ring | ring_chunked | halving_doubling | bcube | opts_ring | opts_bcube
+#   WARMUP [iters/5, 2..20]   REPEATS [3] (median row per size, spread)   NP [2]   PLACE [out]  out | in
+#   GLOO_ALGO [auto]          auto | opts_ring | opts_bcube | legacy (in place only): ring | ring_chunked |
+#                             halving_doubling | bcube
+#   GLOO_BIND [split] split | core | none   TERN_BIND [auto] tern-run --bind-to   MPI_BIND [core] mpirun --bind-to
 #   MPI_MCA [tcp: "--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"; shm: "--mca pml ob1 --mca btl
 #            vader,self"]   MPI_ARGS: more mpirun arguments
 #   TERN_RUN TERN_PERF MPI_ALLREDUCE GLOO_ALLREDUCE MPIRUN PYTHON   [BUILD_DIR/bin/..., mpirun, /usr/bin/python3]
 #   TERN_RUN_ARGS TERN_ARGS MPI_DRIVER_ARGS GLOO_ARGS   extra arguments for each tool
+#   PERF_HUGEPAGES [unset]   default | madvise | none, for every tool's buffers (perf/common/host_buffer.hpp)
 #   RESULTS_DIR [BUILD_DIR/perf-compare/compare-TRANSPORT-DATE]   raw logs, rows, JSON, report.txt, PNG
 #   CMP_TIMEOUT [900]  seconds before a single tool run is killed
 set -uo pipefail
@@ -36,7 +47,8 @@ build=$(cmp_resolve_build "${1:-build}")
 TRANSPORT=${TRANSPORT:-tcp}
 MINBYTES=${MINBYTES:-1M} MAXBYTES=${MAXBYTES:-64M} STEPFACTOR=${STEPFACTOR:-2}
 ITER_BYTES=${ITER_BYTES:-1G} MIN_ITERS=${MIN_ITERS:-5} MAX_ITERS=${MAX_ITERS:-200} WARMUP=${WARMUP:-}
-REPEATS=${REPEATS:-1} NP=${NP:-2} GLOO_ALGO=${GLOO_ALGO:-ring}
+REPEATS=${REPEATS:-3} NP=${NP:-2} GLOO_ALGO=${GLOO_ALGO:-auto} PLACE=${PLACE:-out}
+GLOO_BIND=${GLOO_BIND:-split} TERN_BIND=${TERN_BIND:-auto} MPI_BIND=${MPI_BIND:-core}
 TERN_RUN=${TERN_RUN:-$build/bin/tern-run}
 TERN_PERF=${TERN_PERF:-$build/bin/all_reduce_perf}
 MPI_ALLREDUCE=${MPI_ALLREDUCE:-$build/bin/mpi_allreduce}
@@ -75,12 +87,18 @@ read -r -a tern_run_args <<<"${TERN_RUN_ARGS:-}"
 read -r -a tern_args <<<"${TERN_ARGS:-}"
 read -r -a mpi_driver_args <<<"${MPI_DRIVER_ARGS:-}"
 read -r -a gloo_args <<<"${GLOO_ARGS:-}"
+[[ $PLACE == out || $PLACE == in ]] || cmp_die "PLACE must be out or in, not '$PLACE'"
+gloo_place=() mpi_place=()
+[[ $PLACE == in ]] && gloo_place=(--inplace) mpi_place=(--inplace)
+tern_hp=() mpi_hp=()
+[[ -n ${PERF_HUGEPAGES:-} ]] && tern_hp=(-x "PERF_HUGEPAGES=$PERF_HUGEPAGES") mpi_hp=(-x "PERF_HUGEPAGES=$PERF_HUGEPAGES")
 results=${RESULTS_DIR:-$build/perf-compare/compare-$TRANSPORT-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$results" || cmp_die "cannot create $results"
 png=$results/compare-$TRANSPORT.png
 
-# report3 TERN_ROWS MPI_ROWS GLOO_ROWS GLOO_NA : one table of the three tools' out-of-place busbw. Rows files are
-# cmp_parse_nccl output ("size busbw time_us wrong"); GLOO_NA, when not empty, fills the Gloo columns instead.
+# report3 TERN_ROWS MPI_ROWS GLOO_ROWS GLOO_NA : one table of the three tools' median busbw with the spread of their
+# run times. Rows files are cmp_parse_nccl output ("size busbw time_us wrong runs time_min time_max"); GLOO_NA,
+# when not empty, fills the Gloo columns instead.
 report3() {
   awk -v gloo_na="$4" '
     function human(b) {
@@ -90,7 +108,8 @@ report3() {
       return b
     }
     function fbw(x) { return x == "" ? "-" : sprintf("%.2f", x) }
-    # other time / tern time; busbw ratio as a fallback when a time is missing.
+    function fsp(med, lo, hi, n) { return med == "" || med <= 0 ? "-" : sprintf("%.1f%%/%d", 100 * (hi - lo) / med, n) }
+    # other time / tern time (medians); busbw ratio as a fallback when a time is missing.
     function ratio(ot, obw, s) {
       if (tt[s] != "" && ot != "" && tt[s] > 0) return ot / tt[s]
       if (tbw[s] != "" && obw != "" && obw > 0) return tbw[s] / obw
@@ -98,16 +117,16 @@ report3() {
     }
     function fratio(r) { return r == "" ? "-" : sprintf("%.2fx", r) }
     function bad(w) { return w ~ /^[0-9]+$/ && w > 0 }
-    FILENAME == ARGV[1] { tt[$1] = $3; tbw[$1] = $2; tw[$1] = $4; seen[$1] = 1; next }
-    FILENAME == ARGV[2] { mt[$1] = $3; mbw[$1] = $2; mw[$1] = $4; seen[$1] = 1; next }
-    { gt[$1] = $3; gbw[$1] = $2; gw[$1] = $4; seen[$1] = 1 }
+    FILENAME == ARGV[1] { tt[$1] = $3; tbw[$1] = $2; tw[$1] = $4; tsp[$1] = fsp($3, $6, $7, $5); seen[$1] = 1; next }
+    FILENAME == ARGV[2] { mt[$1] = $3; mbw[$1] = $2; mw[$1] = $4; msp[$1] = fsp($3, $6, $7, $5); seen[$1] = 1; next }
+    { gt[$1] = $3; gbw[$1] = $2; gw[$1] = $4; gsp[$1] = fsp($3, $6, $7, $5); seen[$1] = 1 }
     END {
       n = 0
       for (s in seen) sizes[++n] = s + 0
       for (i = 2; i <= n; i++) { v = sizes[i]; for (j = i - 1; j >= 1 && sizes[j] > v; j--) sizes[j + 1] = sizes[j]; sizes[j + 1] = v }
       gwidth = (gloo_na != "" && length(gloo_na) > 11) ? length(gloo_na) : 11
-      printf "%8s  %11s  %11s  %*s  %9s  %9s\n", "size", "tern busbw", "MPI busbw", gwidth, "Gloo busbw",
-             "tern/MPI", "tern/Gloo"
+      printf "%8s  %11s %9s  %11s %9s  %*s %9s  %9s  %9s\n", "size", "tern busbw", "spread", "MPI busbw", "spread",
+             gwidth, "Gloo busbw", "spread", "tern/MPI", "tern/Gloo"
       for (k = 1; k <= n; k++) {
         s = sizes[k]
         rm = ratio(mt[s], mbw[s], s)
@@ -119,11 +138,12 @@ report3() {
         if (bad(mw[s])) note = note " MPI"
         if (bad(gw[s])) note = note " Gloo"
         note = note == "" ? "" : "  WRONG results:" note
-        printf "%8s  %11s  %11s  %*s  %9s  %9s%s\n", human(s), fbw(tbw[s]), fbw(mbw[s]), gwidth,
-               gloo_na != "" ? gloo_na : fbw(gbw[s]), fratio(rm), gloo_na != "" ? "n/a" : fratio(rg), note
+        printf "%8s  %11s %9s  %11s %9s  %*s %9s  %9s  %9s%s\n", human(s), fbw(tbw[s]), tsp[s] == "" ? "-" : tsp[s],
+               fbw(mbw[s]), msp[s] == "" ? "-" : msp[s], gwidth, gloo_na != "" ? gloo_na : fbw(gbw[s]),
+               gsp[s] == "" ? "-" : gsp[s], fratio(rm), gloo_na != "" ? "n/a" : fratio(rg), note
       }
-      if (cm) printf "tern/MPI:  min %.2fx, geomean %.2fx over %d sizes\n", minm, exp(lm / cm), cm
-      if (cg) printf "tern/Gloo: min %.2fx, geomean %.2fx over %d sizes\n", ming, exp(lg / cg), cg
+      if (cm) printf "tern/MPI:  min %.2fx, geomean %.2fx over %d sizes (median times)\n", minm, exp(lm / cm), cm
+      if (cg) printf "tern/Gloo: min %.2fx, geomean %.2fx over %d sizes (median times)\n", ming, exp(lg / cg), cg
     }' "$1" "$2" "$3"
 }
 
@@ -177,6 +197,8 @@ main() {
   echo "# sizes:     $MINBYTES..$MAXBYTES x$STEPFACTOR, ~$ITER_BYTES per size ($MIN_ITERS..$MAX_ITERS iterations)," \
     "repeats=$REPEATS"
   echo "# mpi:       ${mpi_mca[*]}"
+  echo "# protocol:  all ${PLACE}-of-place; gloo --algo $GLOO_ALGO; binding tern-run --bind-to $TERN_BIND, mpirun" \
+    "--bind-to $MPI_BIND, gloo $GLOO_BIND; first tool rotates per size group; PERF_HUGEPAGES=${PERF_HUGEPAGES:-unset}"
   echo "# results:   $results"
   cmp_busy_note "before the runs"
   echo "#"
@@ -196,38 +218,47 @@ main() {
   : >"$results/mpi.log"
   : >"$results/gloo.log"
   rm -f "$results"/tern-r*.json
+  local group tool
   for ((rep = 1; rep <= REPEATS; rep++)); do
+    group=0
     while read -r first last iters warm; do
-      if ((have_tern)); then
-        cmp_run "$results/tern.log" "$TERN_RUN" -n "$NP" "${tern_env[@]}" "${tern_run_args[@]}" "$TERN_PERF" \
-          -b "$first" -e "$last" -f "$STEPFACTOR" -n "$iters" -w "$warm" -d float -o sum \
-          -J "$results/tern-r$rep-$first.json" "${tern_args[@]}" || failed=1
-      fi
-      if ((have_mpi)); then
-        # Open MPI refuses to run as root without --allow-run-as-root; harmless otherwise.
-        cmp_run "$results/mpi.log" "$MPIRUN" --allow-run-as-root --bind-to core -np "$NP" "${mpi_mca[@]}" \
-          "${mpi_args[@]}" "$MPI_ALLREDUCE" -b "$first" -e "$last" -f "$STEPFACTOR" -n "$iters" -w "$warm" \
-          "${mpi_driver_args[@]}" || failed=1
-      fi
-      if ((have_gloo)); then
-        # Each run gets its own key prefix so a half-finished earlier rendezvous can never be joined by mistake.
-        cmp_launch_local "$NP" "$results/gloo.log" "$GLOO_ALLREDUCE" --store "$results/gloo-store" \
-          --prefix "r$rep-$first" --algo "$GLOO_ALGO" -b "$first" -e "$last" -f "$STEPFACTOR" -n "$iters" \
-          -w "$warm" "${gloo_args[@]}" || failed=1
-      fi
+      for tool in $(cmp_order $((group + rep - 1)) tern mpi gloo); do
+        case $tool in
+          tern)
+            ((have_tern)) || continue
+            cmp_run "$results/tern.log" "$TERN_RUN" -n "$NP" --bind-to "$TERN_BIND" "${tern_env[@]}" "${tern_hp[@]}" \
+              "${tern_run_args[@]}" "$TERN_PERF" -b "$first" -e "$last" -f "$STEPFACTOR" -n "$iters" -w "$warm" \
+              -d float -o sum -J "$results/tern-r$rep-$first.json" "${tern_args[@]}" || failed=1
+            ;;
+          mpi)
+            ((have_mpi)) || continue
+            # Open MPI refuses to run as root without --allow-run-as-root; harmless otherwise.
+            cmp_run "$results/mpi.log" "$MPIRUN" --allow-run-as-root --bind-to "$MPI_BIND" -np "$NP" "${mpi_hp[@]}" \
+              "${mpi_mca[@]}" "${mpi_args[@]}" "$MPI_ALLREDUCE" -b "$first" -e "$last" -f "$STEPFACTOR" \
+              -n "$iters" -w "$warm" "${mpi_place[@]}" "${mpi_driver_args[@]}" || failed=1
+            ;;
+          gloo)
+            ((have_gloo)) || continue
+            # Each run gets its own key prefix so a half-finished earlier rendezvous can never be joined by mistake.
+            CMP_LOCAL_BIND=$GLOO_BIND cmp_launch_local "$NP" "$results/gloo.log" "$GLOO_ALLREDUCE" \
+              --store "$results/gloo-store" --prefix "r$rep-$first" --algo "$GLOO_ALGO" "${gloo_place[@]}" \
+              -b "$first" -e "$last" -f "$STEPFACTOR" -n "$iters" -w "$warm" "${gloo_args[@]}" || failed=1
+            ;;
+        esac
+      done
+      group=$((group + 1))
     done <<<"$plan"
   done
 
-  local tool
-  for tool in tern mpi gloo; do cmp_parse_nccl <"$results/$tool.log" >"$results/$tool.rows"; done
+  for tool in tern mpi gloo; do cmp_parse_nccl "$PLACE" <"$results/$tool.log" >"$results/$tool.rows"; done
   ((have_tern)) && [[ ! -s $results/tern.rows ]] && echo "# tern produced no result rows" && failed=1
   ((have_mpi)) && [[ ! -s $results/mpi.rows ]] && echo "# mpi produced no result rows" && failed=1
   ((have_gloo)) && [[ ! -s $results/gloo.rows ]] && echo "# gloo produced no result rows" && failed=1
 
   echo
-  echo "# ===== tern vs $others, $NP ranks, $transport_text: out-of-place busbw in GB/s"
-  echo "# ratio = other time / tern time (= tern busbw / other busbw); > 1 means tern is faster"
-  ((have_gloo)) && echo "# (Gloo allreduces in place, its only mode; tern and MPI are out-of-place)"
+  echo "# ===== tern vs $others, $NP ranks, $transport_text: ${PLACE}-of-place busbw in GB/s, medians of $REPEATS runs"
+  echo "# spread = (slowest - fastest) / median run time, /runs"
+  echo "# ratio = other median time / tern median time (= tern busbw / other busbw); > 1 means tern is faster"
   report3 "$results/tern.rows" "$results/mpi.rows" "$results/gloo.rows" "$gloo_na"
   cmp_busy_note "after the runs"
 
@@ -244,8 +275,7 @@ main() {
     plot_inputs+=("$results/mpi.json")
   fi
   if [[ -s $results/gloo.rows ]]; then
-    # Filed as out-of-place so it is drawn with the others; the algorithm name says it is really in place.
-    rows_json "$results/gloo.rows" gloo_allreduce "$TRANSPORT" "$GLOO_ALGO in-place" >"$results/gloo.json"
+    rows_json "$results/gloo.rows" gloo_allreduce "$TRANSPORT" "$GLOO_ALGO $PLACE-of-place" >"$results/gloo.json"
     plot_inputs+=("$results/gloo.json")
   fi
   local title="allreduce busbw, $NP ranks, $transport_text: tern vs $others"

@@ -1,8 +1,17 @@
 # shellcheck shell=bash
-# Shared helpers for perf/compare_tcp.sh and perf/compare_shm.sh (sourced, not run).
+# Shared helpers for perf/compare*.sh and perf/ucx_compare.sh (sourced, not run).
 #
 # Every tool involved (tern's all_reduce_perf, gloo_allreduce, mpi_allreduce) prints an nccl-tests style table, so
-# the scripts reduce each run to rows of "size busbw time_us wrong" and compare those. All helpers are prefixed cmp_.
+# the scripts reduce each run to rows of "size busbw time_us wrong runs time_min time_max" and compare those. All
+# helpers are prefixed cmp_.
+#
+# The fair protocol every compare script follows:
+# - each size is measured in REPEATS (>= 3) separate runs; rows are the median run, with the spread (min..max) of
+#   the per-run times beside it, and targets are judged on the median;
+# - the order of the tools changes from one size group (and repeat) to the next (cmp_order), so no tool always
+#   runs first, or always right after another one;
+# - every tool allocates its buffers through perf/common/host_buffer.hpp, so all see the same memory (and, with
+#   PERF_HUGEPAGES, the same kind of pages).
 
 # Seconds any single tool invocation may run before it is killed; a hung collective must not hang the comparison.
 : "${CMP_TIMEOUT:=900}"
@@ -71,13 +80,17 @@ cmp_plan() {
     }'
 }
 
-# cmp_parse_nccl < output > rows
-# Turns nccl-tests style tables into "size busbw time_us wrong" rows (out-of-place columns), sorted by size.
-# Accepts launcher tags ("[0] ", "[rank 1] "), nccl-tests with or without the root column and with or without the
-# in-place half, and our drivers' 8-column table. When a size appears more than once (repeats, or several ranks
-# printing) the row with the median busbw is kept.
+# cmp_parse_nccl [out|in] < output > rows
+# Turns nccl-tests style tables into "size busbw time_us wrong runs time_min time_max" rows, sorted by size: out
+# (default) reads the out-of-place columns, in the in-place ones (the second group of four where a table has two;
+# a driver run with --inplace prints a single group, which is then in place). Accepts launcher tags ("[0] ",
+# "[rank 1] "), nccl-tests with or without the root column and our drivers' 8-column table. A size that appears
+# more than once (repeats) becomes one row: the median time and busbw (the mean of the middle two for an even
+# count), the number of runs, and the fastest and slowest time. wrong is the largest count seen (N/A if none was
+# checked). The tools print their table from rank 0 only, so every row is one run.
 cmp_parse_nccl() {
-  awk '
+  local place=${1:-out}
+  awk -v place="$place" '
     function isint(x) { return x ~ /^-?[0-9]+$/ }
     function isnum(x) { return x ~ /^-?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/ }
     {
@@ -89,13 +102,39 @@ cmp_parse_nccl() {
       if (NF < 8 || !isint($1) || !isint($2) || isnum($3) || isnum($4)) next
       # Data columns come in groups of four (time algbw busbw #wrong); an odd one before them is the root column.
       base = ((NF - 4) % 4 == 1) ? 5 : 4
+      if (place == "in" && NF >= base + 8) base += 4
       if (!isnum($(base + 1)) || !isnum($(base + 3))) next
       print $1, $(base + 3), $(base + 1), $(base + 4)
-    }' | sort -n -k1,1 -k2,2g | awk '
-    function emit(   m) { if (n) { m = int((n + 1) / 2); print rows[m] } n = 0 }
+    }' | sort -n -k1,1 -k3,3g | awk '
+    function mid(a, n) { return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    function emit() {
+      if (!n) return
+      # Sorted by time, so busbw (bytes / time for one size) runs the other way; its median sits at the same place.
+      print prev, mid(b, n), mid(t, n), (w == "" ? "N/A" : w), n, t[1], t[n]
+      n = 0
+      w = ""
+    }
     $1 != prev { emit() }
-    { rows[++n] = $0; prev = $1 }
+    {
+      n++
+      t[n] = $3
+      b[n] = $2
+      if ($4 ~ /^[0-9]+$/ && (w == "" || $4 + 0 > w + 0)) w = $4
+      prev = $1
+    }
     END { emit() }'
+}
+
+# cmp_order K NAME... : the names, rotated left by K. Scripts pass the size group's index plus the repeat's, so the
+# tool that runs first changes from group to group and from repeat to repeat.
+cmp_order() {
+  local k=$1
+  shift
+  local n=$# i j
+  for ((i = 0; i < n; i++)); do
+    j=$(((i + k) % n + 1))
+    printf '%s\n' "${!j}"
+  done
 }
 
 # cmp_parse_stream < stream_add output > rows "size add_GBps memcpy_GBps"
@@ -104,10 +143,13 @@ cmp_parse_stream() {
 }
 
 # cmp_report A_ROWS B_ROWS A_NAME B_NAME "RULES"
-# Side-by-side table of two parsed row files. The ratio is B time / A time, which equals A busbw / B busbw for the
-# same size but stays exact where busbw rounds to 0.00. RULES are "MIN-MAX:X" words (sizes with K/M/G suffixes):
-# in that size range A passes when ratio >= X. So "busbw >= 2x" is 2, and "A time <= B time" is 1. Sizes outside
-# every rule get no verdict. A row with wrong results fails whatever its speed.
+# Side-by-side table of two parsed row files (cmp_parse_nccl). Times and busbw are medians over the runs; "spread"
+# is (slowest - fastest) / median of the per-run times, with the number of runs. The ratio is B's median time / A's
+# median time, which equals A busbw / B busbw for the same size but stays exact where busbw rounds to 0.00; "range"
+# is the ratio between the extremes (B fastest / A slowest .. B slowest / A fastest). RULES are "MIN-MAX:X" words
+# (sizes with K/M/G suffixes): in that size range A passes when the median ratio >= X. So "busbw >= 2x" is 2, and
+# "A time <= B time" is 1. Sizes outside every rule get no verdict. A row with wrong results fails whatever its
+# speed; a verdict on fewer than 3 runs per side is marked "(<3 runs)".
 cmp_report() {
   local a=$1 b=$2 an=$3 bn=$4 rules_in=$5 rules="" r lo hi x
   for r in $rules_in; do
@@ -123,38 +165,43 @@ cmp_report() {
     }
     function ftime(t) { return t == "" ? "-" : sprintf(t >= 10000 ? "%.0f" : (t >= 100 ? "%.1f" : "%.2f"), t) }
     function fbw(x) { return x == "" ? "-" : sprintf("%.2f", x) }
-    FILENAME == ARGV[1] { at[$1] = $3; abw[$1] = $2; aw[$1] = $4; seen[$1] = 1; next }
-    { bt[$1] = $3; bbw[$1] = $2; bw[$1] = $4; seen[$1] = 1 }
+    function fspread(med, lo, hi, n) { return med == "" || med <= 0 ? "-" : sprintf("%.1f%%/%d", 100 * (hi - lo) / med, n) }
+    FILENAME == ARGV[1] { at[$1] = $3; abw[$1] = $2; aw[$1] = $4; an_[$1] = $5; alo[$1] = $6; ahi[$1] = $7; seen[$1] = 1; next }
+    { bt[$1] = $3; bbw[$1] = $2; bw[$1] = $4; bn_[$1] = $5; blo[$1] = $6; bhi[$1] = $7; seen[$1] = 1 }
     END {
       nr = split(rules, rr, " ")
       for (i = 1; i <= nr; i++) { split(rr[i], p, ":"); rlo[i] = p[1]; rhi[i] = p[2]; rx[i] = p[3] }
       n = 0
       for (s in seen) sizes[++n] = s + 0
       for (i = 2; i <= n; i++) { v = sizes[i]; for (j = i - 1; j >= 1 && sizes[j] > v; j--) sizes[j + 1] = sizes[j]; sizes[j + 1] = v }
-      printf "%8s  %12s %12s  %12s %12s  %8s  %7s  %s\n", "size", an " us", an " busbw", bn " us", bn " busbw",
-             "ratio", "target", "result"
+      printf "%8s  %10s %9s %8s  %10s %9s %8s  %7s %13s  %7s  %s\n", "size", an " us", "spread", "busbw", bn " us",
+             "spread", "busbw", "ratio", "range", "target", "result"
       npass = nfail = nna = 0
       for (k = 1; k <= n; k++) {
         s = sizes[k]
-        ratio = ""
-        if (at[s] != "" && bt[s] != "" && at[s] > 0) ratio = bt[s] / at[s]
-        else if (abw[s] != "" && bbw[s] > 0) ratio = abw[s] / bbw[s]
+        ratio = range = ""
+        if (at[s] != "" && bt[s] != "" && at[s] > 0) {
+          ratio = bt[s] / at[s]
+          if (ahi[s] > 0 && alo[s] > 0) range = sprintf("%.2f..%.2fx", blo[s] / ahi[s], bhi[s] / alo[s])
+        } else if (abw[s] != "" && bbw[s] > 0) ratio = abw[s] / bbw[s]
         target = ""
         for (i = 1; i <= nr; i++) if (s >= rlo[i] && s <= rhi[i]) { target = rx[i]; rule = i }
         verdict = "-"
         if ((aw[s] ~ /^[0-9]+$/ && aw[s] > 0) || (bw[s] ~ /^[0-9]+$/ && bw[s] > 0)) verdict = "WRONG"
         else if (target != "" && ratio == "") verdict = "n/a"
         else if (target != "") verdict = (ratio >= target) ? "PASS" : "FAIL"
-        if (target != "" && verdict == "PASS") { npass++; rpass[rule]++ }
-        if (target != "" && (verdict == "FAIL" || verdict == "WRONG")) { nfail++; rfail[rule]++ }
+        if (target != "" && (verdict == "PASS" || verdict == "FAIL") && (an_[s] < 3 || bn_[s] < 3)) verdict = verdict " (<3 runs)"
+        if (target != "" && verdict ~ /^PASS/) { npass++; rpass[rule]++ }
+        if (target != "" && verdict !~ /^PASS/ && verdict != "n/a") { nfail++; rfail[rule]++ }
         if (verdict == "n/a") { nna++; rna[rule]++ }
         if (target != "" && ratio != "") { rlog[rule] += log(ratio); rcnt[rule]++; if (rmin[rule] == "" || ratio < rmin[rule]) rmin[rule] = ratio }
-        printf "%8s  %12s %12s  %12s %12s  %8s  %7s  %s\n", human(s), ftime(at[s]), fbw(abw[s]), ftime(bt[s]),
-               fbw(bbw[s]), ratio == "" ? "-" : sprintf("%.2fx", ratio), target == "" ? "-" : sprintf(">=%.2fx", target),
-               verdict
+        printf "%8s  %10s %9s %8s  %10s %9s %8s  %7s %13s  %7s  %s\n", human(s), ftime(at[s]),
+               fspread(at[s], alo[s], ahi[s], an_[s]), fbw(abw[s]), ftime(bt[s]), fspread(bt[s], blo[s], bhi[s], bn_[s]),
+               fbw(bbw[s]), ratio == "" ? "-" : sprintf("%.2fx", ratio), range == "" ? "-" : range,
+               target == "" ? "-" : sprintf(">=%.2fx", target), verdict
       }
       for (i = 1; i <= nr; i++) {
-        printf "target %s..%s: %s/%s ratio >= %.2fx: %d/%d sizes pass", human(rlo[i]), human(rhi[i]), an, bn,
+        printf "target %s..%s: %s/%s median ratio >= %.2fx: %d/%d sizes pass", human(rlo[i]), human(rhi[i]), an, bn,
                rx[i], rpass[i] + 0, rpass[i] + rfail[i]
         if (rna[i]) printf " (%d without data)", rna[i]
         if (rcnt[i]) printf ", min %.2fx, geomean %.2fx", rmin[i], exp(rlog[i] / rcnt[i])
@@ -178,16 +225,39 @@ cmp_run() {
 
 # cmp_launch_local N LOG CMD... : starts N ranks of CMD on this host with TERN_RANK/TERN_WORLD_SIZE set (what
 # gloo_allreduce reads), then prints their outputs tagged "[r] " the way a launcher would. Returns the first
-# non-zero exit code.
+# non-zero exit code. CMP_LOCAL_BIND places the ranks (taskset) on the CPUs this shell may use:
+#   split (the default)  rank r gets its own share, CPUs [r*k, (r+1)*k) with k = max(1, CPUs / N): ranks do not
+#                        pull each other onto one CPU, and a rank's helper threads (Gloo's TCP I/O thread) get CPUs
+#                        of their own wherever the machine has more CPUs than ranks; with CPUs <= N it is core
+#   core                 rank r on the r-th CPU only (wrapping around), as tern-run/mpirun --bind-to core
+#   none                 placement left to the scheduler
 cmp_launch_local() {
   local n=$1 log=$2
   shift 2
-  local r rc=0 s tmp
+  local r rc=0 s tmp bind=${CMP_LOCAL_BIND:-split} cpus=() pin=() share=()
+  case $bind in
+    split | core)
+      mapfile -t cpus < <(cmp_usable_cpus)
+      ((${#cpus[@]})) || cmp_die "CMP_LOCAL_BIND=$bind: cannot list the usable CPUs"
+      ;;
+    none) ;;
+    *) cmp_die "CMP_LOCAL_BIND must be split, core or none, not '$bind'" ;;
+  esac
+  local k=1
+  [[ $bind == split ]] && ((${#cpus[@]} > n)) && k=$((${#cpus[@]} / n))
   tmp=$(mktemp -d)
-  cmp_show_cmd "TERN_RANK=0..$((n - 1))" "TERN_WORLD_SIZE=$n" "$@" | tee -a "$log"
+  local places=()
+  for ((r = 0; r < n && ${#cpus[@]}; r++)); do
+    share=("${cpus[@]:r*k%${#cpus[@]}:k}")
+    places+=("$(IFS=,; echo "${share[*]}")")
+  done
+  cmp_show_cmd "TERN_RANK=0..$((n - 1))" "TERN_WORLD_SIZE=$n" \
+    ${places[0]+"CMP_LOCAL_BIND=$bind:$(IFS=' '; echo "${places[*]}")"} "$@" | tee -a "$log"
   local pids=()
   for ((r = 0; r < n; r++)); do
-    TERN_RANK=$r TERN_WORLD_SIZE=$n TERN_LOCAL_RANK=$r timeout --kill-after=10 "$CMP_TIMEOUT" "$@" \
+    pin=()
+    ((${#places[@]})) && pin=(taskset -c "${places[r]}")
+    TERN_RANK=$r TERN_WORLD_SIZE=$n TERN_LOCAL_RANK=$r timeout --kill-after=10 "$CMP_TIMEOUT" "${pin[@]}" "$@" \
       </dev/null >"$tmp/$r.out" 2>&1 &
     pids+=($!)
   done
@@ -202,6 +272,33 @@ cmp_launch_local() {
   return "$rc"
 }
 
+# cmp_usable_cpus : the CPUs this shell may run on (its affinity list), one per line.
+cmp_usable_cpus() {
+  local list
+  list=$(taskset -pc $$ 2>/dev/null | sed 's/.*: *//')
+  [[ -n $list ]] || list="0-$(($(nproc) - 1))"
+  awk -v l="$list" 'BEGIN {
+    n = split(l, parts, ",")
+    for (i = 1; i <= n; i++) {
+      if (split(parts[i], ab, "-") == 2) { for (c = ab[1]; c <= ab[2]; c++) print c } else print parts[i]
+    }
+  }'
+}
+
+# cmp_hugepage_summary LOG : what host_buffer.hpp reported (PERF_HUGEPAGES set): huge-page MiB over buffer MiB,
+# summed over every large buffer of every rank in LOG.
+cmp_hugepage_summary() {
+  awk '/# host_buffer: PERF_HUGEPAGES=/ {
+      for (i = 1; i <= NF; i++) if ($i == "of" && $(i - 1) ~ /^-?[0-9]+$/) { h += $(i - 1) < 0 ? 0 : $(i - 1); t += $(i + 1); bad += $(i - 1) < 0 }
+      n++
+    }
+    END {
+      if (!n) { print "no report (PERF_HUGEPAGES unset, or no buffer >= 2 MiB)"; exit }
+      printf "%d of %d MiB on huge pages at allocation (%.0f%%, %d buffers%s)\n", h, t, t ? 100 * h / t : 0, n,
+             bad ? ", smaps unreadable for " bad : ""
+    }' "$1"
+}
+
 # cmp_machine_info : what a reader needs to judge the numbers.
 cmp_machine_info() {
   local model
@@ -213,6 +310,8 @@ cmp_machine_info() {
   echo "# caches:    $(lscpu 2>/dev/null | awk -F: '/^L[23] cache/ { gsub(/^[ \t]+/, "", $2); printf "%s %s  ", $1, $2 }')"
   echo "# memory:    $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
   echo "# load:      $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# thp:       enabled $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo '?'), defrag" \
+    "$(cat /sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null || echo '?')"
   local gloo mpi
   gloo=$(dpkg-query -W -f='${Version}' libgloo-dev 2>/dev/null || true)
   mpi=$(mpirun --version 2>/dev/null | head -n1 || true)

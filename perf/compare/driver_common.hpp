@@ -54,7 +54,8 @@ struct Record {
   double time_us;
   double algbw;
   double busbw;
-  long wrong;  // -1: not checked
+  long wrong;             // -1: not checked
+  std::string algorithm;  // what ran, where the driver chooses per size (empty: the one named in the header)
 };
 
 inline void WriteJson(const char* tool, const std::string& path, const std::vector<Record>& records) {
@@ -68,6 +69,7 @@ inline void WriteJson(const char* tool, const std::string& path, const std::vect
     const Record& r = records[i];
     std::fprintf(f, "  {\"size\": %zu, \"count\": %zu, \"time_us\": %.3f, \"algbw\": %.4f, \"busbw\": %.4f, ", r.bytes,
                  r.count, r.time_us, r.algbw, r.busbw);
+    if (!r.algorithm.empty()) std::fprintf(f, "\"algorithm\": \"%s\", ", r.algorithm.c_str());
     if (r.wrong < 0) {
       std::fprintf(f, "\"wrong\": null}%s\n", i + 1 < records.size() ? "," : "");
     } else {

@@ -4,7 +4,18 @@
 // same code as tern's all_reduce_perf. Deliberately standalone: it must not link tern, because it exists to measure
 // something tern is compared against, and it has to build while tern itself is mid-edit.
 //
-//   gloo_allreduce --rank R --size N --store DIR -b 1M -e 256M -f 2 -n 20 -w 5 [--algo ring] [-J out.json]
+//   gloo_allreduce --rank R --size N --store DIR -b 1M -e 256M -f 2 -n 20 -w 5 [--algo auto] [--inplace] [-J out.json]
+//
+// --algo auto (the default) is the fair baseline: gloo::allreduce() with AllreduceOptions, the call PyTorch's
+// ProcessGroupGloo makes, timed with both of its algorithms (RING and BCUBE) at every size, and the faster one
+// reported (a "# size ...:" line before each row says which and both times). Choosing the faster of two noisy
+// measurements leans in Gloo's favour, which is the safe direction for a baseline. opts_ring / opts_bcube fix one.
+// ring, ring_chunked, halving_doubling and bcube are Gloo's legacy algorithm classes (gloo::AllreduceRing & co.),
+// in place only.
+//
+// Out of place by default (AllreduceOptions::setInput + setOutput: the input stays intact, the sum lands in a
+// separate buffer), like tern's out-of-place column and mpi_allreduce's default; --inplace reduces into the input
+// as PyTorch's allreduce does (compare it with tern's in-place column).
 //
 // Rank/size fall back to TERN_RANK/TERN_WORLD_SIZE (our launcher) and then OMPI_COMM_WORLD_RANK/SIZE (mpirun).
 
@@ -64,7 +75,8 @@ struct Options {
   std::string prefix = "gloo_allreduce";
   std::string host = "127.0.0.1";
   std::string iface;
-  std::string algo = "ring";
+  std::string algo = "auto";
+  bool inplace = false;
   std::string min_bytes = "1M";
   std::string max_bytes = "256M";
   double step_factor = 2.0;
@@ -78,13 +90,15 @@ struct Options {
 
 using ReduceFn = void (*)(void*, const void*, const void*, size_t);
 
+bool IsLegacy(const std::string& algo) { return algo.rfind("opts_", 0) != 0 && algo != "auto"; }
+
 // Builds the per-size "run one allreduce" closure. Legacy algorithms (gloo::AllreduceRing & co.) are constructed once
 // per size because they pre-register their buffers with the pairs; that is how they are meant to be used and what
-// would be cached in a real application. The gloo::allreduce() API (what PyTorch's ProcessGroupGloo calls) is
-// rebuilt per call, as its callers do.
-std::function<void()> MakeAllreduce(const std::string& algo, const std::shared_ptr<gloo::Context>& ctx, float* data,
-                                    size_t count, std::shared_ptr<gloo::Algorithm>* keep_alive) {
-  const std::vector<float*> ptrs{data};
+// would be cached in a real application. They reduce in place (into `out`). The gloo::allreduce() API (what
+// PyTorch's ProcessGroupGloo calls) is rebuilt per call, as its callers do; `in` == nullptr makes it in place.
+std::function<void()> MakeAllreduce(const std::string& algo, const std::shared_ptr<gloo::Context>& ctx, const float* in,
+                                    float* out, size_t count, std::shared_ptr<gloo::Algorithm>* keep_alive) {
+  const std::vector<float*> ptrs{out};
   const int icount = static_cast<int>(count);
   if (algo == "ring") {
     *keep_alive = std::make_shared<gloo::AllreduceRing<float>>(ctx, ptrs, icount);
@@ -97,10 +111,12 @@ std::function<void()> MakeAllreduce(const std::string& algo, const std::shared_p
   } else if (algo == "opts_ring" || algo == "opts_bcube") {
     const auto which =
         algo == "opts_ring" ? gloo::AllreduceOptions::Algorithm::RING : gloo::AllreduceOptions::Algorithm::BCUBE;
-    return [ctx, data, count, which]() {
+    return [ctx, in, out, count, which]() {
       gloo::AllreduceOptions opts(ctx);
       opts.setAlgorithm(which);
-      opts.setOutput(data, count);
+      // Gloo's options take non-const pointers but only read the input.
+      if (in != nullptr) opts.setInput(const_cast<float*>(in), count);
+      opts.setOutput(out, count);
       opts.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<float>));
       gloo::allreduce(opts);
     };
@@ -192,63 +208,102 @@ int Run(const Options& o) {
 
   const int n = o.size;
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+  // Legacy algorithms have no out-of-place form.
+  const bool inplace = o.inplace || IsLegacy(o.algo);
+  const std::vector<std::string> candidates =
+      o.algo == "auto" ? std::vector<std::string>{"opts_ring", "opts_bcube"} : std::vector<std::string>{o.algo};
   if (o.rank == 0) {
     std::printf(
         "# gloo_allreduce: Gloo %d.%d.%d, algo=%s, transport=tcp (%s), nranks=%d, iters=%d, warmup=%d, "
-        "check=%d, average=%d, in-place\n",
-        GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH, o.algo.c_str(),
-        o.iface.empty() ? o.host.c_str() : ("iface " + o.iface).c_str(), n, o.iters, o.warmup, o.check, o.average);
+        "check=%d, average=%d, %s\n",
+        GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH,
+        o.algo == "auto" ? "auto (gloo::allreduce, faster of opts_ring and opts_bcube per size)" : o.algo.c_str(),
+        o.iface.empty() ? o.host.c_str() : ("iface " + o.iface).c_str(), n, o.iters, o.warmup, o.check, o.average,
+        inplace ? (IsLegacy(o.algo) ? "in-place (legacy algorithms have no out-of-place form)" : "in-place")
+                : "out-of-place");
     std::printf("#\n");
     std::printf("#       size         count      type   redop     time   algbw   busbw #wrong\n");
     std::printf("#        (B)    (elements)                        (us)  (GB/s)  (GB/s)\n");
     std::fflush(stdout);
   }
 
-  // One buffer sized for the largest message, allocated as tern's perf binaries allocate theirs (host_buffer.hpp).
-  const size_t max_count = *max_bytes / sizeof(float);
-  tern::perf::HostBuffer buf = tern::perf::allocateHostBuffer(std::max<size_t>(max_count, 1) * sizeof(float));
+  // Buffers sized for the largest message, allocated as tern's perf binaries allocate theirs (host_buffer.hpp).
+  const size_t max_bytes_alloc = std::max<size_t>(*max_bytes / sizeof(float), 1) * sizeof(float);
+  tern::perf::HostBuffer out_buf = tern::perf::allocateHostBuffer(max_bytes_alloc);
+  tern::perf::HostBuffer in_buf;
+  if (!inplace) in_buf = tern::perf::allocateHostBuffer(max_bytes_alloc);
+  float* out = reinterpret_cast<float*>(out_buf.get());
+  float* in = inplace ? nullptr : reinterpret_cast<float*>(in_buf.get());
 
   std::vector<Record> records;
   double busbw_sum = 0;
+  size_t size_index = 0;
   for (size_t bytes = *min_bytes; bytes <= *max_bytes;) {
     const size_t count = bytes / sizeof(float);
     if (count > 0) {
-      float* data = reinterpret_cast<float*>(buf.get());
-      std::shared_ptr<gloo::Algorithm> keep_alive;
-      auto allreduce = MakeAllreduce(o.algo, ctx, data, count, &keep_alive);
+      // In place, every call multiplies the data by n; start each algorithm from the input pattern so values stay
+      // normal floats for the warmup (they may reach inf late in long runs, which costs x86 nothing, unlike
+      // denormals). Out of place, the input is written once and never changes.
+      float* input = inplace ? out : in;
+      auto fill = [&]() {
+        for (size_t i = 0; i < count; ++i) input[i] = InputValue(o.rank, i);
+      };
+      if (!inplace) fill();
 
-      long wrong = -1;
-      if (o.check) {
-        for (size_t i = 0; i < count; ++i) data[i] = InputValue(o.rank, i);
-        allreduce();
-        wrong = 0;
-        const float ranks_sum = static_cast<float>(n * (n + 1) / 2);
-        for (size_t i = 0; i < count; ++i) {
-          if (data[i] != ranks_sum * static_cast<float>(i % 1021 + 1)) ++wrong;
+      // Per candidate: its check result and its time. With two candidates, which goes first alternates by size so
+      // neither always meets the machine in the state the other left it.
+      std::vector<double> seconds(candidates.size(), 0.0);
+      long wrong_all = o.check ? 0 : -1;
+      for (size_t k = 0; k < candidates.size(); ++k) {
+        const size_t c = (size_index % 2 == 0) ? k : candidates.size() - 1 - k;
+        std::shared_ptr<gloo::Algorithm> keep_alive;
+        auto allreduce = MakeAllreduce(candidates[c], ctx, in, out, count, &keep_alive);
+
+        long wrong = 0;
+        if (o.check) {
+          if (inplace) {
+            fill();
+          } else {
+            std::memset(out, 0, count * sizeof(float));
+          }
+          allreduce();
+          const float ranks_sum = static_cast<float>(n * (n + 1) / 2);
+          for (size_t i = 0; i < count; ++i) {
+            if (out[i] != ranks_sum * static_cast<float>(i % 1021 + 1)) ++wrong;
+          }
         }
+        if (inplace) fill();
+        for (int i = 0; i < o.warmup; ++i) allreduce();
+        Barrier(ctx);
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < o.iters; ++i) allreduce();
+        const auto t1 = std::chrono::steady_clock::now();
+        const Stats st = ReduceStats(ctx, std::chrono::duration<double>(t1 - t0).count() / o.iters, wrong);
+        seconds[c] = PickTime(st, o.average, n);
+        if (o.check) wrong_all += static_cast<long>(st.wrong);
       }
-      // In-place iterations keep multiplying the data by n; start from the input pattern so values stay normal
-      // floats for the warmup (they may reach inf late in long runs, which costs x86 nothing, unlike denormals).
-      for (size_t i = 0; i < count; ++i) data[i] = InputValue(o.rank, i);
-      for (int i = 0; i < o.warmup; ++i) allreduce();
-      Barrier(ctx);
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < o.iters; ++i) allreduce();
-      const auto t1 = std::chrono::steady_clock::now();
-      const Stats st = ReduceStats(ctx, std::chrono::duration<double>(t1 - t0).count() / o.iters, std::max(wrong, 0L));
-
-      const double sec = PickTime(st, o.average, n);
+      // Every rank saw the same combined times, so every rank picks the same candidate.
+      const size_t best = static_cast<size_t>(std::min_element(seconds.begin(), seconds.end()) - seconds.begin());
+      const double sec = seconds[best];
       const double algbw = static_cast<double>(count * sizeof(float)) / 1e9 / sec;
-      const long wrong_all = o.check ? static_cast<long>(st.wrong) : -1;
-      Record r{count * sizeof(float), count, sec * 1e6, algbw, algbw * bus_factor, wrong_all};
+      Record r{count * sizeof(float), count, sec * 1e6, algbw, algbw * bus_factor, wrong_all, candidates[best]};
       records.push_back(r);
       busbw_sum += r.busbw;
       if (o.rank == 0) {
+        if (candidates.size() > 1) {
+          std::printf("# size %zu:", r.bytes);
+          for (size_t c = 0; c < candidates.size(); ++c) {
+            std::printf(" %s %s us%s", candidates[c].c_str(), FormatTime(seconds[c] * 1e6).c_str(),
+                        c + 1 < candidates.size() ? "," : "");
+          }
+          std::printf(" -> %s\n", candidates[best].c_str());
+        }
         std::printf("%12zu  %12zu  %8s  %6s  %7s  %6.2f  %6.2f  %5s\n", r.bytes, r.count, "float", "sum",
                     FormatTime(r.time_us).c_str(), r.algbw, r.busbw,
                     r.wrong < 0 ? "N/A" : std::to_string(r.wrong).c_str());
         std::fflush(stdout);
       }
+      ++size_index;
     }
     const size_t next = static_cast<size_t>(static_cast<double>(bytes) * o.step_factor);
     bytes = next > bytes ? next : bytes + 1;
@@ -278,9 +333,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--host", o.host, "address to bind the TCP device to")->capture_default_str();
   app.add_option("--iface", o.iface, "network interface to bind to (overrides --host)");
-  app.add_option("--algo", o.algo, "ring | ring_chunked | halving_doubling | bcube | opts_ring | opts_bcube")
+  app.add_option("--algo", o.algo,
+                 "auto (gloo::allreduce, faster of opts_ring/opts_bcube per size) | opts_ring | opts_bcube | legacy "
+                 "(in place): ring | ring_chunked | halving_doubling | bcube")
       ->capture_default_str()
-      ->check(CLI::IsMember({"ring", "ring_chunked", "halving_doubling", "bcube", "opts_ring", "opts_bcube"}));
+      ->check(CLI::IsMember({"auto", "opts_ring", "opts_bcube", "ring", "ring_chunked", "halving_doubling", "bcube"}));
+  app.add_flag("--inplace", o.inplace, "reduce into the input buffer (default: out of place, setInput + setOutput)");
   app.add_option("-b,--minbytes", o.min_bytes, "smallest message, bytes (K/M/G suffixes)")->capture_default_str();
   app.add_option("-e,--maxbytes", o.max_bytes, "largest message, bytes (K/M/G suffixes)")->capture_default_str();
   app.add_option("-f,--stepfactor", o.step_factor, "multiply the size by this each step")->capture_default_str();

@@ -124,7 +124,7 @@ int Run(const Options& o, int rank, int n) {
       MPI_Allreduce(&local_wrong, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
 
       const double algbw = static_cast<double>(count * sizeof(float)) / 1e9 / sec;
-      Record r{count * sizeof(float), count, sec * 1e6, algbw, algbw * bus_factor, o.check ? total : -1};
+      Record r{count * sizeof(float), count, sec * 1e6, algbw, algbw * bus_factor, o.check ? total : -1, {}};
       records.push_back(r);
       busbw_sum += r.busbw;
       if (rank == 0) {
