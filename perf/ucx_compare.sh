@@ -9,8 +9,11 @@
 #   ucx-tcp       tern over UCX, UCX restricted to TCP           (TERN_TRANSPORT=ucx UCX_TLS=tcp)
 #   ucx-sm,cma    tern over UCX's shared memory + CMA transports (TERN_TRANSPORT=ucx UCX_TLS=sm,cma), where it works
 #   mpi-tcp       Open MPI's TCP BTL (mpirun --mca pml ob1 --mca btl tcp,self mpi_allreduce), where the binary exists
-# Sizes run interleaved (every tool per size group) so all see the same machine state. The ratio columns are UCX
-# busbw / tern-tcp busbw.
+# Every tool runs every size group, REPEATS (>= 3) times; which tool goes first rotates from size group to size
+# group and from repeat to repeat. Each cell is the median busbw over the runs with the spread of the run times
+# ((slowest - fastest) / median, and the number of runs); the ratio columns are UCX / tern-tcp median busbw.
+# Binding: tern-run and mpirun place the ranks alike, one CPU per rank (tern-run --bind-to auto, mpirun --bind-to
+# core), or both unbound when there are more ranks than CPUs (MPI then with --oversubscribe).
 #
 # Section 2 (when tests/cluster/netns_cluster.sh exists and can run: root, ip, tc): a simulated 2-node cluster with
 # a CLUSTER_RATE link per node (default 1 Gb/s), one rank per node; tern over UCX (UCX_TLS=tcp on the cluster
@@ -25,12 +28,13 @@
 # Environment (defaults in brackets):
 #   MINBYTES [1M] MAXBYTES [256M] STEPFACTOR [2]   size sweep (K/M/G suffixes, powers of 1024)
 #   ITER_BYTES [2G] MIN_ITERS [3] MAX_ITERS [100]  iterations per size ~ ITER_BYTES/size, clamped
-#   NP [2]   UCX_SETS ["tcp sm,cma"]   MPI [1: include Open MPI when mpi_allreduce is built]
+#   NP [2]   UCX_SETS ["tcp sm,cma"]   MPI [1: include Open MPI when mpi_allreduce is built]   REPEATS [3]
+#   TERN_BIND / MPI_BIND [auto / core; both none when NP > CPUs]   tern-run --bind-to / mpirun --bind-to
 #   CLUSTER [auto | 0]   CLUSTER_RATE [1gbit]   CLUSTER_BYTES [64M]   CLUSTER_TARGET [0.90]   CLUSTER_ITERS [10]
-#   CLUSTER_REPEATS [3] (median run)   LOOPBACK [1] (0: only the cluster section)
+#   CLUSTER_REPEATS [3] (median run, verdict on it; ucx and tcp alternate first)   LOOPBACK [1] (0: cluster only)
 #   TERN_RUN TERN_PERF MPI_ALLREDUCE MPIRUN   binaries [BUILD_DIR/bin/..., mpirun]
 #   RESULTS_DIR [BUILD_DIR/perf-compare/ucx-DATE]   raw logs, parsed rows, report.txt
-#   CMP_TIMEOUT [900]  seconds before a single tool run is killed      CMP_NICE: see perf/compare/common.sh
+#   CMP_TIMEOUT [900]  seconds before a single tool run is killed
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -40,7 +44,12 @@ source "$here/compare/common.sh"
 build=$(cmp_resolve_build "${1:-build}")
 MINBYTES=${MINBYTES:-1M} MAXBYTES=${MAXBYTES:-256M} STEPFACTOR=${STEPFACTOR:-2}
 ITER_BYTES=${ITER_BYTES:-2G} MIN_ITERS=${MIN_ITERS:-3} MAX_ITERS=${MAX_ITERS:-100}
-NP=${NP:-2} UCX_SETS=${UCX_SETS:-"tcp sm,cma"} MPI=${MPI:-1}
+NP=${NP:-2} UCX_SETS=${UCX_SETS:-"tcp sm,cma"} MPI=${MPI:-1} REPEATS=${REPEATS:-3}
+if ((NP > $(nproc))); then
+  TERN_BIND=${TERN_BIND:-none} MPI_BIND=${MPI_BIND:-none}
+else
+  TERN_BIND=${TERN_BIND:-auto} MPI_BIND=${MPI_BIND:-core}
+fi
 CLUSTER=${CLUSTER:-auto} CLUSTER_RATE=${CLUSTER_RATE:-1gbit} CLUSTER_BYTES=${CLUSTER_BYTES:-64M}
 CLUSTER_TARGET=${CLUSTER_TARGET:-0.90} CLUSTER_ITERS=${CLUSTER_ITERS:-10} CLUSTER_REPEATS=${CLUSTER_REPEATS:-3}
 LOOPBACK=${LOOPBACK:-1}
@@ -61,12 +70,15 @@ run_tern() {  # run_tern LOG first last iters warm ENV...
   shift 5
   local xs=() e
   for e in TERN_SHM_DISABLE=1 TERN_SOCKET_IFNAME=lo "$@"; do xs+=(-x "$e"); done
-  cmp_run "$log" "$TERN_RUN" -n "$NP" --timeout "$CMP_TIMEOUT" "${xs[@]}" "$TERN_PERF" -b "$first" -e "$last" \
+  cmp_run "$log" "$TERN_RUN" -n "$NP" --bind-to "$TERN_BIND" --timeout "$CMP_TIMEOUT" "${xs[@]}" "$TERN_PERF" \
+    -b "$first" -e "$last" \
     -f "$STEPFACTOR" -n "$iters" -w "$warm" -d float -o sum
 }
 
 run_mpi() {  # run_mpi LOG first last iters warm
-  cmp_run "$1" "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np "$NP" --mca pml ob1 \
+  local over=()
+  ((NP > $(nproc))) && over=(--oversubscribe)
+  cmp_run "$1" "$MPIRUN" --allow-run-as-root "${over[@]}" --bind-to "$MPI_BIND" -np "$NP" --mca pml ob1 \
     --mca btl tcp,self --mca btl_tcp_if_include lo "$MPI_ALLREDUCE" -b "$2" -e "$3" -f "$STEPFACTOR" -n "$4" -w "$5"
 }
 
@@ -89,10 +101,11 @@ report() {
     }
     BEGIN { nc = split(names, name, " ") }
     FNR == 1 { col++ }
-    { bw[$1, col] = $2; wrong[$1, col] = $4; seen[$1] = 1 }
+    { bw[$1, col] = $2; wrong[$1, col] = $4; seen[$1] = 1
+      sp[$1, col] = ($3 > 0) ? sprintf("%.0f%%/%d", 100 * ($7 - $6) / $3, $5) : "-" }
     END {
       printf "%8s", "size"
-      for (c = 1; c <= nc; c++) printf "  %12s", name[c]
+      for (c = 1; c <= nc; c++) printf "  %12s %8s", name[c], "spread"
       for (c = 2; c <= nc; c++) if (name[c] ~ /^ucx/) printf "  %14s", name[c] "/tcp"
       printf "\n"
       n = 0
@@ -104,7 +117,7 @@ report() {
         for (c = 1; c <= nc; c++) {
           v = bw[s, c]
           flag = (wrong[s, c] ~ /^[0-9]+$/ && wrong[s, c] > 0) ? "!" : ""
-          printf "  %12s", v == "" ? "-" : sprintf("%.3f%s", v, flag)
+          printf "  %12s %8s", v == "" ? "-" : sprintf("%.3f%s", v, flag), v == "" ? "-" : sp[s, c]
         }
         for (c = 2; c <= nc; c++) {
           if (name[c] !~ /^ucx/) continue
@@ -112,7 +125,8 @@ report() {
         }
         printf "\n"
       }
-      print "# busbw in GB/s (out-of-place); \"!\" marks a size with wrong results"
+      print "# median busbw in GB/s (out-of-place); spread = (slowest - fastest) / median run time, /runs;" \
+            " \"!\" marks a size with wrong results"
     }' "${files[@]}"
 }
 
@@ -120,7 +134,9 @@ loopback() {
   echo "# ucx_compare: tern TCP vs tern UCX vs Open MPI TCP, allreduce float32 sum, $NP ranks on loopback"
   cmp_machine_info
   echo "# ucx:       $(dpkg-query -W -f='${Version}' libucx0 2>/dev/null || echo unknown)"
-  echo "# sizes:     $MINBYTES..$MAXBYTES x$STEPFACTOR, ~$ITER_BYTES per size ($MIN_ITERS..$MAX_ITERS iterations)"
+  echo "# sizes:     $MINBYTES..$MAXBYTES x$STEPFACTOR, ~$ITER_BYTES per size ($MIN_ITERS..$MAX_ITERS iterations)," \
+    "repeats=$REPEATS, first tool rotating"
+  echo "# binding:   tern-run --bind-to $TERN_BIND, mpirun --bind-to $MPI_BIND"
   echo "# results:   $results"
   cmp_busy_note "before the runs"
   if [[ ! -x $TERN_RUN || ! -x $TERN_PERF ]]; then
@@ -145,19 +161,23 @@ loopback() {
   echo "# columns:   ${columns[*]}"
   echo "#"
 
-  local plan first last iters warm c
+  local plan first last iters warm c rep group
   plan=$(cmp_plan "$MINBYTES" "$MAXBYTES" "$STEPFACTOR" "$ITER_BYTES" "$MIN_ITERS" "$MAX_ITERS") || exit 2
   for c in "${columns[@]}"; do : >"$results/$c.log"; done
-  while read -r first last iters warm; do
-    for c in "${columns[@]}"; do
-      case $c in
-        tern-tcp) run_tern "$results/$c.log" "$first" "$last" "$iters" "$warm" TERN_TRANSPORT=tcp || failed=1 ;;
-        ucx-*) run_tern "$results/$c.log" "$first" "$last" "$iters" "$warm" TERN_TRANSPORT=ucx "UCX_TLS=${c#ucx-}" ||
-          failed=1 ;;
-        mpi-tcp) run_mpi "$results/$c.log" "$first" "$last" "$iters" "$warm" || failed=1 ;;
-      esac
-    done
-  done <<<"$plan"
+  for ((rep = 1; rep <= REPEATS; rep++)); do
+    group=0
+    while read -r first last iters warm; do
+      for c in $(cmp_order $((group + rep - 1)) "${columns[@]}"); do
+        case $c in
+          tern-tcp) run_tern "$results/$c.log" "$first" "$last" "$iters" "$warm" TERN_TRANSPORT=tcp || failed=1 ;;
+          ucx-*) run_tern "$results/$c.log" "$first" "$last" "$iters" "$warm" TERN_TRANSPORT=ucx "UCX_TLS=${c#ucx-}" ||
+            failed=1 ;;
+          mpi-tcp) run_mpi "$results/$c.log" "$first" "$last" "$iters" "$warm" || failed=1 ;;
+        esac
+      done
+      group=$((group + 1))
+    done <<<"$plan"
+  done
   for c in "${columns[@]}"; do
     cmp_parse_nccl <"$results/$c.log" >"$results/$c.rows"
     [[ -s $results/$c.rows ]] || { echo "# $c produced no result rows"; failed=1; }
@@ -195,8 +215,11 @@ cluster() {
     local_bytes=$(cmp_bytes "$CLUSTER_BYTES")
     : >"$results/cluster-ucx.log"
     : >"$results/cluster-tcp.log"
+    cfgs=("ucx TERN_TRANSPORT=ucx UCX_TLS=tcp UCX_NET_DEVICES=tern0" "tcp TERN_TRANSPORT=tcp")
     for ((rep = 1; rep <= CLUSTER_REPEATS; rep++)); do
-      for cfg in "ucx TERN_TRANSPORT=ucx UCX_TLS=tcp UCX_NET_DEVICES=tern0" "tcp TERN_TRANSPORT=tcp"; do
+      # The configuration that runs first alternates from repeat to repeat.
+      for k in $(cmp_order $((rep - 1)) 0 1); do
+        cfg=${cfgs[k]}
         read -r -a parts <<<"$cfg"
         xs=()
         for e in "${parts[@]:1}"; do xs+=(-x "$e"); done
@@ -207,9 +230,9 @@ cluster() {
           echo "# cluster ${parts[0]} run failed (see $results/cluster-${parts[0]}.log)"
       done
     done
-    # Rows: the median run (by busbw) of each configuration.
-    cmp_parse_nccl <"$results/cluster-ucx.log" >"$results/cluster-ucx.rows"
-    cmp_parse_nccl <"$results/cluster-tcp.log" >"$results/cluster-tcp.rows"
+    # Rows: the median run of each configuration, with the fastest and slowest.
+    cmp_parse_nccl out <"$results/cluster-ucx.log" >"$results/cluster-ucx.rows"
+    cmp_parse_nccl out <"$results/cluster-tcp.log" >"$results/cluster-tcp.rows"
     rate_bps=$(awk -v r="$CLUSTER_RATE" 'BEGIN {
       n = r + 0; u = tolower(r); sub(/^[0-9.]+/, "", u)
       m = (u ~ /^g/) ? 1e9 : (u ~ /^m/) ? 1e6 : (u ~ /^k/) ? 1e3 : 1
@@ -217,15 +240,17 @@ cluster() {
     # busbw from the time column (the table's busbw has 2 decimals: 0.10 could be 80% or 84% of 1 Gb/s). For 2
     # ranks allreduce busbw = algbw = bytes / time.
     awk -v bound="$rate_bps" -v target="$CLUSTER_TARGET" -v size="$local_bytes" '
-      FILENAME ~ /cluster-ucx/ && $1 == size && $3 > 0 { ucx = size / ($3 * 1e3) }
-      FILENAME ~ /cluster-tcp/ && $1 == size && $3 > 0 { tcp = size / ($3 * 1e3) }
+      FILENAME ~ /cluster-ucx/ && $1 == size && $3 > 0 { ucx = size / ($3 * 1e3); ulo = size / ($7 * 1e3); uhi = size / ($6 * 1e3); un = $5 }
+      FILENAME ~ /cluster-tcp/ && $1 == size && $3 > 0 { tcp = size / ($3 * 1e3); tlo = size / ($7 * 1e3); thi = size / ($6 * 1e3); tn = $5 }
       END {
         b = bound / 8 / 1e9
-        printf "link bound (busbw = link rate for 2 ranks): %.4f GB/s\n", b
-        printf "tern tcp: %s GB/s (%s of bound)\n", tcp == "" ? "-" : sprintf("%.4f", tcp), tcp == "" ? "-" : sprintf("%.1f%%", 100 * tcp / b)
+        printf "link bound (busbw = link rate for 2 ranks): %.4f GB/s; medians of the runs, [slowest..fastest run]\n", b
+        printf "tern tcp: %s GB/s (%s of bound)%s\n", tcp == "" ? "-" : sprintf("%.4f", tcp), tcp == "" ? "-" : sprintf("%.1f%%", 100 * tcp / b),
+               tcp == "" ? "" : sprintf(" [%.4f..%.4f, %d runs]", tlo, thi, tn)
         if (ucx == "") { print "tern ucx: no result: FAIL"; exit 1 }
         ok = ucx >= target * b
-        printf "tern ucx: %.4f GB/s (%.1f%% of bound, target >= %.0f%%): %s\n", ucx, 100 * ucx / b, 100 * target, ok ? "PASS" : "FAIL"
+        printf "tern ucx: %.4f GB/s (%.1f%% of bound, target >= %.0f%%) [%.4f..%.4f, %d runs]: %s\n", ucx, 100 * ucx / b,
+               100 * target, ulo, uhi, un, ok ? "PASS" : "FAIL"
         exit ok ? 0 : 1
       }' "$results/cluster-ucx.rows" "$results/cluster-tcp.rows"
   )

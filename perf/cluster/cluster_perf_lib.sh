@@ -68,6 +68,43 @@ perf_conditions() {
     echo "SCHED_FIFO $PERF_RT (PERF_RT)" || echo "normal priority (PERF_RT=0)")"
 }
 
+# Samples over repeated rounds. Every benchmark here runs each configuration ROUNDS (>= 3) times and reports the
+# median with the spread (min..max); targets are judged on the median.
+declare -A PERF_SAMPLES=()
+# sample_add KEY VALUE
+sample_add() { PERF_SAMPLES[$1]="${PERF_SAMPLES[$1]:-} $2"; }
+# sample_stat KEY median|min|max|n|list : over KEY's samples (median of an even count: the mean of the middle two;
+# list: the distinct values in first-seen order, joined by "/", for names such as algorithms).
+sample_stat() {
+  awk -v what="$2" '{
+    n = split($0, v, " ")
+    if (what == "list") {
+      out = ""
+      for (i = 1; i <= n; i++) if (!(v[i] in seen)) { seen[v[i]] = 1; out = out (out == "" ? "" : "/") v[i] }
+      print out
+      exit
+    }
+    for (i = 2; i <= n; i++) { x = v[i] + 0; for (j = i - 1; j >= 1 && v[j] + 0 > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+    if (what == "n") print n
+    else if (n == 0) print 0
+    else if (what == "min") print v[1]
+    else if (what == "max") print v[n]
+    else print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+  }' <<<"${PERF_SAMPLES[$1]:-}"
+}
+# sample_spread KEY FORMAT_FN : "min..max" of KEY's samples through a formatter (fmt_ms, fmt_bw, ...).
+sample_spread() { echo "$("$2" "$(sample_stat "$1" min)")..$("$2" "$(sample_stat "$1" max)")"; }
+# rotate K WORD... : the words rotated left by K (which configuration runs first changes from round to round).
+rotate() {
+  local k=$1
+  shift
+  local n=$# i j
+  for ((i = 0; i < n; i++)); do
+    j=$(((i + k) % n + 1))
+    printf '%s\n' "${!j}"
+  done
+}
+
 fmt_bw() { awk -v x="$1" 'BEGIN { printf "%.4f", x }'; }
 fmt_ms() { awk -v us="$1" 'BEGIN { printf "%.1f", us / 1000 }'; }
 calc() { awk "BEGIN { printf \"%.4g\", $* }"; }

@@ -20,7 +20,11 @@
 # CPU time.
 #
 # Usage: perf/cluster/compress_speedup.sh [BIN_DIR]    (BIN_DIR: the build's bin directory, default build/bin)
-# Environment: SIZE (64M), ITERS (5), WARMUP (1), RATE (1gbit), PROFILE (1: also the unshaped runs; 0: skip),
+# Every configuration runs ROUNDS (>= 3) times, in an order that rotates from round to round; times, busbw, wire
+# bytes and CPU seconds are medians over the rounds, the time's spread (fastest..slowest) is shown, and the
+# speedup (median uncompressed time / median codec time) is what the targets judge.
+#
+# Environment: SIZE (64M), ITERS (5), WARMUP (1), ROUNDS (3), RATE (1gbit), PROFILE (1: also the unshaped runs; 0: skip),
 #   CODECS (default "sign qsgd:4 topk:0.01 bf16"), PERF_RT (10: ranks run SCHED_FIFO 10; 0: normal priority),
 #   PERF_LOG (full output).
 # Needs root, ip and tc (exits 77 with "SKIPPED: ..." otherwise). Exit: 0 targets met, 1 a target missed, 2 a run
@@ -33,6 +37,11 @@ ITERS=${ITERS:-5}
 WARMUP=${WARMUP:-1}
 RATE=${RATE:-1gbit}
 PROFILE=${PROFILE:-1}
+ROUNDS=${ROUNDS:-3}
+((ROUNDS >= 3)) || {
+  echo "compress_speedup: ROUNDS must be at least 3 (a median needs three runs), not $ROUNDS" >&2
+  exit 2
+}
 read -r -a CODECS <<<"${CODECS:-sign qsgd:4 topk:0.01 bf16}"
 declare -A TARGET=([sign]=12 [qsgd:4]=5 [topk:0.01]=10 [bf16]=1.8)
 perf_args=(-b "$SIZE" -e "$SIZE" -n "$ITERS" -w "$WARMUP" -c 0 -d float -o sum)
@@ -44,16 +53,17 @@ declare -A TIME BUS WIRE CPU WALL CPUMS
 
 tnc_up compress 2 "$RATE" || exit $?
 BPS=$(tnc__rate_bps "$RATE")
-# The perf binary runs under GNU time: its CPU line comes back tagged [0] / [1] by tern-run.
-for codec in none "${CODECS[@]}"; do
-  extra=()
+# One shaped run of a codec (none: uncompressed), its figures added to the samples. The perf binary runs under GNU
+# time: its CPU line comes back tagged [0] / [1] by tern-run.
+run_codec() {
+  local codec=$1 extra=() before after start json t b u s w
   [[ "$codec" != none ]] && extra=(-Z "$codec")
   before=$(tx_bytes)
   start=$(wc -l <"$PERF_LOG" 2>/dev/null || echo 0)
   # Like perf_run, with GNU time in front of all_reduce_perf.
   json=$PERF_WORK/$codec.json
   rm -f "$json"
-  cmd=(tnc_launch "${RT_OPT[@]}" -p 1 --timeout 600 -- /usr/bin/time -f "cpu_user %U cpu_sys %S wall %e"
+  local cmd=(tnc_launch "${RT_OPT[@]}" -p 1 --timeout 600 -- /usr/bin/time -f "cpu_user %U cpu_sys %S wall %e"
     "$BIN/all_reduce_perf" -J "$json" "${perf_args[@]}" "${extra[@]}")
   echo "### $codec: ${cmd[*]}" >>"$PERF_LOG"
   if ! "${cmd[@]}" >>"$PERF_LOG" 2>&1 || [[ ! -s "$json" ]]; then
@@ -65,31 +75,46 @@ for codec in none "${CODECS[@]}"; do
   read -r t b <<<"$(python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]["out_of_place"]
 print(r["time_us"], r["busbw"])' "$json")"
-  TIME[$codec]=$t
-  BUS[$codec]=$(fmt_bw "$b")
-  WIRE[$codec]=$(calc "($after - $before) / $OPS / 1e6")
+  sample_add "$codec/time" "$t"
+  sample_add "$codec/busbw" "$b"
+  sample_add "$codec/wire" "$(calc "($after - $before) / $OPS / 1e6")"
   read -r u s w <<<"$(tail -n +"$((start + 1))" "$PERF_LOG" | sed -n 's/^\[0\] cpu_user \([0-9.]*\) cpu_sys \([0-9.]*\) wall \([0-9.]*\)$/\1 \2 \3/p' | tail -1)"
-  CPU[$codec]=$(calc "${u:-0} + ${s:-0}")
-  WALL[$codec]=${w:-0}
-  echo "  $codec: $(fmt_ms "${TIME[$codec]}") ms, busbw ${BUS[$codec]} GB/s, ${WIRE[$codec]} MB sent per allreduce" >&2
+  sample_add "$codec/cpu" "$(calc "${u:-0} + ${s:-0}")"
+  sample_add "$codec/wall" "${w:-0}"
+  echo "  $codec: $(fmt_ms "$t") ms, busbw $(fmt_bw "$b") GB/s" >&2
+}
+for ((round = 1; round <= ROUNDS; round++)); do
+  echo "# round $round/$ROUNDS" >&2
+  for codec in $(rotate $((round - 1)) none "${CODECS[@]}"); do run_codec "$codec"; done
+done
+for codec in none "${CODECS[@]}"; do
+  TIME[$codec]=$(sample_stat "$codec/time" median)
+  BUS[$codec]=$(fmt_bw "$(sample_stat "$codec/busbw" median)")
+  WIRE[$codec]=$(sample_stat "$codec/wire" median)
+  CPU[$codec]=$(sample_stat "$codec/cpu" median)
+  WALL[$codec]=$(sample_stat "$codec/wall" median)
 done
 
 if [[ "$PROFILE" == 1 ]]; then
   tnc_down
   tnc_up compressfree 2 none || exit $?
-  for codec in none "${CODECS[@]}"; do
-    extra=()
-    [[ "$codec" != none ]] && extra=(-Z "$codec")
-    perf_run "unshaped-$codec" -p 1 --timeout 600 -- "${perf_args[@]}" "${extra[@]}" || exit 2
-    CPUMS[$codec]=$(fmt_ms "$R_TIME_US")
+  for ((round = 1; round <= ROUNDS; round++)); do
+    for codec in $(rotate $((round - 1)) none "${CODECS[@]}"); do
+      extra=()
+      [[ "$codec" != none ]] && extra=(-Z "$codec")
+      perf_run "unshaped-$codec" -p 1 --timeout 600 -- "${perf_args[@]}" "${extra[@]}" || exit 2
+      sample_add "$codec/unshaped" "$R_TIME_US"
+    done
   done
+  for codec in none "${CODECS[@]}"; do CPUMS[$codec]=$(fmt_ms "$(sample_stat "$codec/unshaped" median)"); done
 fi
 
 echo
-echo "# allreduce $SIZE float32 sum, 2 nodes x 1 rank, links $RATE per direction, $ITERS iterations (out-of-place)"
+echo "# allreduce $SIZE float32 sum, 2 nodes x 1 rank, links $RATE per direction, $ITERS iterations (out-of-place);" \
+  "medians of $ROUNDS rounds, time spread fastest..slowest"
 perf_conditions
-printf "%-10s %9s %11s %8s %7s   %8s %8s %8s %13s\n" codec time_ms busbw_GB/s speedup target wire_MB wire_ms \
-  cpu_ms "cpu_s/wall_s"
+printf "%-10s %9s %15s %11s %8s %7s   %8s %8s %8s %13s\n" codec time_ms "spread_ms" busbw_GB/s speedup target \
+  wire_MB wire_ms cpu_ms "cpu_s/wall_s"
 status=0
 for codec in none "${CODECS[@]}"; do
   speed=$(calc "${TIME[none]} / ${TIME[$codec]}")
@@ -101,8 +126,8 @@ for codec in none "${CODECS[@]}"; do
       status=1
     fi
   fi
-  printf "%-10s %9s %11s %7sx %7s   %8s %8s %8s %13s %s\n" "$codec" "$(fmt_ms "${TIME[$codec]}")" "${BUS[$codec]}" \
-    "$speed" "${tgt:+>=${tgt}x}" "${WIRE[$codec]}" "$(calc "${WIRE[$codec]} * 1e6 * 8 / $BPS * 1000")" \
+  printf "%-10s %9s %15s %11s %7sx %7s   %8s %8s %8s %13s %s\n" "$codec" "$(fmt_ms "${TIME[$codec]}")" \
+    "$(sample_spread "$codec/time" fmt_ms)" "${BUS[$codec]}" "$speed" "${tgt:+>=${tgt}x}" "${WIRE[$codec]}" "$(calc "${WIRE[$codec]} * 1e6 * 8 / $BPS * 1000")" \
     "${CPUMS[$codec]:--}" "${CPU[$codec]}/${WALL[$codec]}" "$verdict"
 done
 exit "$status"

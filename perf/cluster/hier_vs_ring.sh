@@ -29,7 +29,9 @@
 # with TERN_RING_ORDER=rank, the flat rank-order ring of a topology-blind library.
 #
 # Usage: perf/cluster/hier_vs_ring.sh [BIN_DIR]      (BIN_DIR: the build's bin directory, default build/bin)
-# Environment: SIZE (64M), ITERS (5), WARMUP (1), ROUNDS (2: every configuration once per round, best round kept),
+# Environment: SIZE (64M), ITERS (5), WARMUP (1), ROUNDS (3, at least 3: every configuration once per round, in an
+#   order that rotates from round to round; the table gives each configuration's median round with the spread
+#   (slowest..fastest busbw), and the targets are judged on the medians),
 #   RATE (1gbit), PERF_RT (10: ranks run SCHED_FIFO 10, see tnc_launch --rt; 0: normal priority), PERF_LOG (full
 #   output; default a temporary file, printed on failure).
 # Needs root, ip and tc (exits 77 with "SKIPPED: ..." otherwise). Exit: 0 targets met, 1 a target missed, 2 a run
@@ -40,7 +42,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster_perf_lib.sh"
 SIZE=${SIZE:-64M}
 ITERS=${ITERS:-5}
 WARMUP=${WARMUP:-1}
-ROUNDS=${ROUNDS:-2}
+ROUNDS=${ROUNDS:-3}
+((ROUNDS >= 3)) || {
+  echo "hier_vs_ring: ROUNDS must be at least 3 (a median needs three runs), not $ROUNDS" >&2
+  exit 2
+}
 RATE=${RATE:-1gbit}
 
 tnc_up hier 2 "$RATE" || exit $?
@@ -58,29 +64,33 @@ configs=(
   "auto-1pn|-p 1|"
   "ring-1pn|-p 1|-A ring"
 )
-declare -A BEST BEST_ALGO BEST_TIME
 for ((round = 1; round <= ROUNDS; round++)); do
   echo "# round $round/$ROUNDS" >&2
-  for c in "${configs[@]}"; do
+  mapfile -t order < <(rotate $((round - 1)) "${configs[@]}")
+  for c in "${order[@]}"; do
     IFS='|' read -r name launch extra <<<"$c"
     # shellcheck disable=SC2086  # the option strings split into words on purpose
     perf_run "$name" $launch --timeout 600 -- "${perf_args[@]}" $extra || exit 2
-    if [[ -z "${BEST[$name]:-}" ]] || ge "$R_BUSBW" "${BEST[$name]}"; then
-      BEST[$name]=$R_BUSBW
-      BEST_ALGO[$name]=$R_ALGO
-      BEST_TIME[$name]=$R_TIME_US
-    fi
+    sample_add "$name/busbw" "$R_BUSBW"
+    sample_add "$name/time" "$R_TIME_US"
+    sample_add "$name/algo" "$R_ALGO"
   done
+done
+declare -A BUS
+for c in "${configs[@]}"; do
+  name=${c%%|*}
+  BUS[$name]=$(fmt_bw "$(sample_stat "$name/busbw" median)")
 done
 
 echo
-echo "# allreduce $SIZE float32 sum, 2 nodes, links $RATE per direction; best of $ROUNDS round(s), $ITERS iterations"
+echo "# allreduce $SIZE float32 sum, 2 nodes, links $RATE per direction; median of $ROUNDS rounds, $ITERS iterations"
 perf_conditions
 echo "# link bound busbw: 2 x 2 ranks $BOUND4 GB/s, 2 x 1 rank $BOUND2 GB/s (TCP payload ceiling 95.6% of that)"
-printf "%-11s %-16s %-7s %10s %10s %9s\n" config placement algo time_ms busbw_GB/s of_bound
+printf "%-11s %-16s %-9s %10s %10s %9s  %s\n" config placement algo time_ms busbw_GB/s of_bound "busbw spread (slowest..fastest)"
 row() {  # name placement bound
-  printf "%-11s %-16s %-7s %10s %10s %8s%%\n" "$1" "$2" "${BEST_ALGO[$1]}" "$(fmt_ms "${BEST_TIME[$1]}")" \
-    "${BEST[$1]}" "$(calc "100 * ${BEST[$1]} / $3")"
+  printf "%-11s %-16s %-9s %10s %10s %8s%%  %s\n" "$1" "$2" "$(sample_stat "$1/algo" list)" \
+    "$(fmt_ms "$(sample_stat "$1/time" median)")" "${BUS[$1]}" "$(calc "100 * ${BUS[$1]} / $3")" \
+    "$(sample_spread "$1/busbw" fmt_bw)"
 }
 row auto "0,1|2,3" "$BOUND4"
 row ring-block "0,1|2,3" "$BOUND4"
@@ -99,13 +109,15 @@ target() {  # what value op limit
   fi
 }
 echo
-target "(a) auto vs link bound" "$(calc "${BEST[auto]} / $BOUND4")" 0.90
-target "(a)/(b) auto vs node-contiguous ring" "$(calc "${BEST[auto]} / ${BEST[ring-block]}")" 1.35
-target "(a)/(c) auto vs node-alternating ring" "$(calc "${BEST[auto]} / ${BEST[ring-alt]}")" 2.5
-echo "info: hier vs link bound $(calc "${BEST[hier]} / $BOUND4"), hier/(b) $(calc "${BEST[hier]} / ${BEST[ring-block]}")," \
-  "hier/(c) $(calc "${BEST[hier]} / ${BEST[ring-alt]}"); 1 rank per node: auto vs bound" \
-  "$(calc "${BEST[auto-1pn]} / $BOUND2")"
-if [[ "${BEST_ALGO[auto]}" != hier* ]]; then
-  echo "note: the automatic choice on 2 x 2 was '${BEST_ALGO[auto]}', not the hierarchical algorithm"
+echo "# targets on the medians"
+target "(a) auto vs link bound" "$(calc "${BUS[auto]} / $BOUND4")" 0.90
+target "(a)/(b) auto vs node-contiguous ring" "$(calc "${BUS[auto]} / ${BUS[ring-block]}")" 1.35
+target "(a)/(c) auto vs node-alternating ring" "$(calc "${BUS[auto]} / ${BUS[ring-alt]}")" 2.5
+echo "info: hier vs link bound $(calc "${BUS[hier]} / $BOUND4"), hier/(b) $(calc "${BUS[hier]} / ${BUS[ring-block]}")," \
+  "hier/(c) $(calc "${BUS[hier]} / ${BUS[ring-alt]}"); 1 rank per node: auto vs bound" \
+  "$(calc "${BUS[auto-1pn]} / $BOUND2")"
+auto_algos=$(sample_stat auto/algo list)
+if [[ "$auto_algos" != hier* || "$auto_algos" == */* ]]; then
+  echo "note: the automatic choice on 2 x 2 was '$auto_algos', not (always) the hierarchical algorithm"
 fi
 exit "$status"
