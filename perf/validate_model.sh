@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# Validates the cost model against this machine: runs the allreduce perf binary on 2 ranks over shared memory (as
-# selected, and with the ring schedule forced), over TCP loopback (TERN_SHM_DISABLE=1) and, when a network-namespace cluster is available, on a simulated 2-node
-# 1 Gb/s cluster (uncompressed and sign-compressed); fits a calibration to all of it (tern-calc --calibrate); then
-# prints tern-calc's predicted busbw next to the measured one for every size, with the error, and a verdict against
-# the acceptance bound (every size >= 1 MB within +-TOLERANCE, default 15%).
+# Validates the cost model against this machine on data the calibration has not seen. Runs the allreduce perf binary
+# REPEATS times per configuration: 2 ranks over shared memory (as selected, and with the ring schedule forced), over
+# TCP loopback (TERN_SHM_DISABLE=1) and, when a network-namespace cluster is available, on a simulated 2-node
+# 1 Gb/s cluster (uncompressed and sign-compressed). Then it calibrates tern-calc (--calibrate) on one part of the
+# measurements and checks its predictions (--check) on another:
+#
+#   held-out sizes and repeats (the verdict): the repeats are split in two, A (the first half, at least one) for
+#     fitting and B (the rest) for checking, and the sizes of every configuration by parity of their index
+#     (1M, 4M, 16M, ... vs 2M, 8M, ...). Fold 0 fits all configurations together on A's even-index sizes and checks
+#     B's odd-index sizes; fold 1 the other way round. Every size is predicted once, by a calibration that saw
+#     neither that size nor those measurements. Verdict: every checked size of every verdict configuration within
+#     +-TOLERANCE (default 15%) of the measured busbw.
+#   leave one configuration out (reported; in the verdict with VERDICT="split loco"): for each configuration, fit on
+#     all the others (A, all sizes) and predict it (B, all sizes). The report names what the other configurations'
+#     fit covers: a configuration whose link class or algorithm no other one exercises (the shared-memory direct
+#     path, the ring over shm, loopback TCP) is predicted from the model's defaults there, so its error says how
+#     good the defaults are, not the calibration.
+#   in-sample (for reference only, never the verdict): fit and check on the same data, what this script used to
+#     report; the gap to the held-out errors is the overfit.
 #
 #   perf/validate_model.sh [BUILD_DIR=build]
 #
 # Environment (defaults in brackets):
-#   MINBYTES [1M] MAXBYTES [256M] STEPFACTOR [2] ITERS [20] WARMUP [5]   the perf sweep (nccl-tests flags)
+#   MINBYTES [1M] MAXBYTES [256M] STEPFACTOR [2] ITERS [20] WARMUP [5]   the perf sweep (nccl-tests flags); the size
+#                               split needs at least 2 sizes >= MINBYTES (4 or more to fit anything per fold)
 #   NP [2]                      ranks of the single-host runs
-#   REPEATS [3]                 sweeps per configuration; the report uses each size's median time (a 2-core machine
-#                               shared with other work varies by 15-30% from run to run at some sizes)
+#   REPEATS [3]                 sweeps per configuration (>= 2 for held-out repeats; 3+: the check side is a median)
 #   CLUSTER_NODES [2] CLUSTER_RANKS_PER_NODE [1] CLUSTER_RATE [1gbit] CLUSTER_ITERS [5]   the simulated cluster
 #                               (tests/cluster/netns_cluster.sh: network namespaces joined by tbf-shaped links;
 #                               needs root, ip and tc, else the cluster part is skipped with a message)
@@ -19,9 +33,11 @@
 #   RT [10]                     run the ranks SCHED_FIFO at this priority (chrt -f; 0: normal priority). On a
 #                               shared 2-core machine other processes' time slices otherwise delay the ranks'
 #                               wake-ups, and the numbers measure the load instead of tern.
-#   TOLERANCE [0.15]            acceptance bound on |busbw predicted / measured - 1|
-#   RESULTS_DIR [BUILD_DIR/validate-model-DATE]   perf JSON, logs, the calibration file, the report
-# Exit code: 0 when every compared size is within the bound, 1 when one is not, 2 when a tool failed.
+#   TOLERANCE [0.15]            acceptance bound on |busbw predicted / measured - 1|, held-out
+#   VERDICT ["split"]           which held-out checks decide the exit code: "split", or "split loco"
+#   ANALYZE_ONLY [0]            1: no runs; analyse the NAME.I.json files already in RESULTS_DIR
+#   RESULTS_DIR [BUILD_DIR/validate-model-DATE]   perf JSON, logs, the calibration files, the report
+# Exit code: 0 when every held-out size is within the bound, 1 when one is not, 2 when a tool failed.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -33,7 +49,8 @@ MINBYTES=${MINBYTES:-1M} MAXBYTES=${MAXBYTES:-256M} STEPFACTOR=${STEPFACTOR:-2}
 ITERS=${ITERS:-20} WARMUP=${WARMUP:-5} NP=${NP:-2} REPEATS=${REPEATS:-3}
 CLUSTER_NODES=${CLUSTER_NODES:-2} CLUSTER_RANKS_PER_NODE=${CLUSTER_RANKS_PER_NODE:-1}
 CLUSTER_RATE=${CLUSTER_RATE:-1gbit} CLUSTER_ITERS=${CLUSTER_ITERS:-5}
-SKIP_CLUSTER=${SKIP_CLUSTER:-0} TOLERANCE=${TOLERANCE:-0.15} RT=${RT:-10}
+SKIP_CLUSTER=${SKIP_CLUSTER:-0} TOLERANCE=${TOLERANCE:-0.15} RT=${RT:-10} VERDICT=${VERDICT:-split}
+ANALYZE_ONLY=${ANALYZE_ONLY:-0}
 results=${RESULTS_DIR:-$build/validate-model-$(date +%Y%m%d-%H%M%S)}
 
 die() {
@@ -139,96 +156,274 @@ elif [[ $RT != 0 ]]; then
   RT=0
 fi
 
-echo "# validate_model: results in $results"
-echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load" \
-  "$(cut -d' ' -f1-3 /proc/loadavg); ranks $([[ $RT != 0 ]] && echo "SCHED_FIFO $RT" || echo "at normal priority")"
-run_perf shm
-# The schedules over the shm transport too (forced, so the direct path stays out): without it the shm link class
-# stays at its default, and the model would compare a measured direct path against an unmeasured alternative.
-run_perf shm-ring TERN_ALGO=ring
-run_perf tcp TERN_SHM_DISABLE=1
+# measure: every configuration's REPEATS sweeps, NAME.I.json in $results (cluster ones listed in cluster-files).
+measure() {
+  echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load" \
+    "$(cut -d' ' -f1-3 /proc/loadavg); ranks $([[ $RT != 0 ]] && echo "SCHED_FIFO $RT" || echo "at normal priority")"
+  run_perf shm
+  # The schedules over the shm transport too (forced, so the direct path stays out): without it the shm link class
+  # stays at its default, and the model would compare a measured direct path against an unmeasured alternative.
+  run_perf shm-ring TERN_ALGO=ring
+  run_perf tcp TERN_SHM_DISABLE=1
 
-: >"$results/cluster-files"
-have_cluster=0
-if [[ $SKIP_CLUSTER == 1 ]]; then
-  echo "# cluster: skipped (SKIP_CLUSTER=1)"
-else
-  run_cluster
-  rc=$?
-  if [[ $rc -eq 77 ]]; then
-    echo "# cluster: SKIPPED: cannot create network namespaces here (need root, ip and tc; see $results/cluster-up.log)"
-  elif [[ $rc -ne 0 ]]; then
-    die "cluster runs failed"
+  : >"$results/cluster-files"
+  have_cluster=0
+  if [[ $SKIP_CLUSTER == 1 ]]; then
+    echo "# cluster: skipped (SKIP_CLUSTER=1)"
   else
-    have_cluster=1
+    run_cluster
+    rc=$?
+    if [[ $rc -eq 77 ]]; then
+      echo "# cluster: SKIPPED: cannot create network namespaces here (need root, ip and tc; see $results/cluster-up.log)"
+    elif [[ $rc -ne 0 ]]; then
+      die "cluster runs failed"
+    else
+      have_cluster=1
+    fi
   fi
+}
+
+have_cluster=0
+echo "# validate_model: results in $results"
+if [[ $ANALYZE_ONLY == 1 ]]; then
+  echo "# ANALYZE_ONLY=1: no runs, analysing the perf JSON already in $results"
+  : >"$results/cluster-files.new"
+  for name in cluster cluster-sign; do
+    [[ -s $results/$name.1.json ]] && echo "$results/$name.json@$CLUSTER_NODES" >>"$results/cluster-files.new"
+  done
+  mv "$results/cluster-files.new" "$results/cluster-files"
+else
+  measure
 fi
 
-files=("$results/shm.json" "$results/shm-ring.json" "$results/tcp.json")
 mapfile -t cluster_files <"$results/cluster-files"
-files+=("${cluster_files[@]}")
+((${#cluster_files[@]})) && have_cluster=1
 inter=(--inter "eth:$CLUSTER_RATE")
 
-echo
-echo "# calibrating on ${#files[@]} file(s)"
-"$bin/tern-calc" --calibrate "${files[@]}" "${inter[@]}" --min-size "$MINBYTES" -o "$results/tune.json" \
-  >"$results/calibrate.txt" 2>&1 || { cat "$results/calibrate.txt"; die "calibration failed"; }
-sed -n '1,/^residuals/p' "$results/calibrate.txt" | sed '$d'
-
-verdict=0
-check() {  # check TITLE FILE [info]   (info: reported, but not part of the verdict)
-  local title=$1 file=$2 info=${3:-}
-  echo
-  echo "## $title: predicted (tern-calc, calibrated) vs measured busbw"
-  "$bin/tern-calc" --check "$file" --tune "$results/tune.json" "${inter[@]}" --min-size "$MINBYTES" \
-    | tee -a "$results/report.txt" || die "tern-calc --check failed"
-  local worst
-  worst=$("$bin/tern-calc" --check "$file" --tune "$results/tune.json" "${inter[@]}" --min-size "$MINBYTES" --json |
-    grep -m1 '"worst_busbw_error"' | sed 's/.*: *//; s/,$//')
-  if awk -v w="$worst" -v t="$TOLERANCE" 'BEGIN { exit !(w <= t) }'; then
-    echo "=> $title: within +-$(awk -v t="$TOLERANCE" 'BEGIN { print t * 100 }')% (worst $(awk -v w="$worst" 'BEGIN { printf "%.1f", w * 100 }')%)"
-  else
-    echo "=> $title: OUTSIDE +-$(awk -v t="$TOLERANCE" 'BEGIN { print t * 100 }')% (worst $(awk -v w="$worst" 'BEGIN { printf "%.1f", w * 100 }')%)${info:+ (informational)}"
-    [[ -n $info ]] || verdict=1
-  fi
-}
-: >"$results/report.txt"
-check "2 ranks, shared memory" "$results/shm.json"
-check "2 ranks, TCP loopback" "$results/tcp.json"
-# The ring schedule over shm calibrates the shm link class the planner compares the direct path against; it is not
-# what runs by default, so it is reported for information (its 1-2 MiB points swing +-40% from run to run here).
-check "2 ranks, shared memory, ring schedule (TERN_ALGO=ring; informational)" "$results/shm-ring.json" info
-if [[ $have_cluster -eq 1 ]]; then
-  check "$CLUSTER_NODES-node $CLUSTER_RATE cluster" "${cluster_files[0]}"
-  check "$CLUSTER_NODES-node $CLUSTER_RATE cluster, sign-compressed" "${cluster_files[1]}"
+# Configurations: name, @nodes suffix for tern-calc, whether it counts for the verdict, title.
+configs=("shm||1|2 ranks, shared memory (as selected)"
+  "shm-ring||0|2 ranks, shared memory, ring schedule (TERN_ALGO=ring; informational: not what runs by default)"
+  "tcp||1|2 ranks, TCP loopback")
+if ((have_cluster)); then
+  configs+=("cluster|@$CLUSTER_NODES|1|$CLUSTER_NODES-node $CLUSTER_RATE cluster"
+    "cluster-sign|@$CLUSTER_NODES|1|$CLUSTER_NODES-node $CLUSTER_RATE cluster, sign-compressed")
 fi
+for c in "${configs[@]}"; do
+  [[ -s $results/${c%%|*}.1.json ]] || die "$results/${c%%|*}.1.json missing (no runs? set ANALYZE_ONLY=0)"
+done
 
-# The PNG: measured busbw per configuration, with the calibrated model's prediction (not the perf runs' own
-# uncalibrated predicted_us) as the dashed line: each file's predicted_us is replaced by tern-calc --check's.
-plot_inputs=()
-with_calibrated() {  # with_calibrated LABEL FILE[@NODES]
-  local label=$1 spec=$2 file=${2%@*} out
-  out=${file%.json}.calibrated.json
-  "$bin/tern-calc" --check "$spec" --tune "$results/tune.json" "${inter[@]}" --min-size "$MINBYTES" --json \
-    >"$out.check" 2>/dev/null || return 0
-  /usr/bin/python3 - "$file" "$out.check" "$out" <<'PY' || return 0
-import json, sys
-run, check = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-pred = {int(p["size"]): p["predicted_us"] for p in check.get("points", [])}
-run["results"] = [dict(r, predicted_us=pred[r["size"]]) for r in run["results"] if r["size"] in pred]
-json.dump(run, open(sys.argv[3], "w"))
+/usr/bin/env python3 - "$results" "$bin/tern-calc" "$TOLERANCE" "$MINBYTES" "$VERDICT" "${inter[*]}" "${configs[@]}" \
+  <<'PY' | tee "$results/report.txt"
+import json, os, statistics, subprocess, sys
+
+results, calc, tol, minbytes, verdict_on, inter = sys.argv[1:7]
+tol = float(tol)
+inter = inter.split()
+configs = []
+for spec in sys.argv[7:]:
+    name, nodes, counts, title = spec.split("|", 3)
+    configs.append(dict(name=name, nodes=nodes, verdict=counts == "1", title=title))
+
+def parse_bytes(s):
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(s[-1:].lower(), 1)
+    return int(s[:-1] if mult > 1 else s) * mult
+
+min_size = parse_bytes(minbytes)
+
+def human(b):
+    for unit, m in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if b >= m and b % m == 0:
+            return f"{b // m}{unit}"
+    return str(b)
+
+def repeat_files(name):
+    out, i = [], 1
+    while os.path.exists(f"{results}/{name}.{i}.json"):
+        out.append(f"{results}/{name}.{i}.json")
+        i += 1
+    return out
+
+def median_doc(paths, sizes=None):
+    """One perf document whose out-of-place times are each size's median over the files, limited to sizes."""
+    docs = [json.load(open(p)) for p in paths]
+    merged = json.loads(json.dumps(docs[0]))
+    keep = []
+    for r in merged["results"]:
+        if r["size"] < min_size or (sizes is not None and r["size"] not in sizes):
+            continue
+        times = [x["out_of_place"]["time_us"] for d in docs for x in d["results"] if x["size"] == r["size"]]
+        o = r["out_of_place"]
+        factor = o["busbw"] / o["algbw"] if o.get("algbw") else 1.0
+        o["time_us"] = statistics.median(times)
+        o["algbw"] = r["size"] / 1e3 / o["time_us"]
+        o["busbw"] = o["algbw"] * factor
+        r["repeats_us"] = times
+        keep.append(r)
+    merged["results"] = keep
+    return merged
+
+def write(doc, path):
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    return path
+
+def tern_calc(args):
+    p = subprocess.run([calc] + args + inter + ["--min-size", minbytes, "--json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError((p.stderr or p.stdout).strip().splitlines()[-1] if (p.stderr or p.stdout).strip() else
+                           f"exit {p.returncode}")
+    return json.loads(p.stdout)
+
+def calibrate(fit_specs, out):
+    doc = tern_calc(["--calibrate"] + fit_specs + ["-o", out])
+    return doc.get("fit", {}).get("fitted", [])
+
+def check(spec, tune):
+    return tern_calc(["--check", spec, "--tune", tune]).get("points", [])
+
+work = f"{results}/heldout"
+os.makedirs(work, exist_ok=True)
+reps = {c["name"]: repeat_files(c["name"]) for c in configs}
+nrep = min(len(v) for v in reps.values())
+half = max(1, nrep // 2)
+same_repeats = nrep < 2
+sizes = {}
+for c in configs:
+    all_sizes = sorted({r["size"] for r in json.load(open(reps[c["name"]][0]))["results"] if r["size"] >= min_size})
+    sizes[c["name"]] = all_sizes
+
+def fit_paths(name):
+    return reps[name][:half]
+
+def check_paths(name):
+    return reps[name][half:] if not same_repeats else reps[name]
+
+print(f"# held-out validation: {nrep} repeat(s) per configuration; fit on repeat(s) 1..{half}, check on "
+      f"{'the same repeats (only one: no held-out repeats!)' if same_repeats else f'repeat(s) {half + 1}..{nrep} (median)'}")
+print(f"# sizes split by index parity; tolerance +-{tol * 100:g}% on busbw; verdict on: {verdict_on}")
+
+# ---- held-out sizes and repeats: two folds
+heldout = {}  # name -> size -> (measured, predicted, error, fold)
+failures = []
+for fold in (0, 1):
+    fit_specs, check_specs = [], {}
+    for c in configs:
+        name, ss = c["name"], sizes[c["name"]]
+        fit_sizes = {s for i, s in enumerate(ss) if i % 2 == fold}
+        chk_sizes = {s for i, s in enumerate(ss) if i % 2 != fold}
+        if fit_sizes:
+            fit_specs.append(write(median_doc(fit_paths(name), fit_sizes), f"{work}/fold{fold}-fit-{name}.json") +
+                             c["nodes"])
+        if chk_sizes:
+            check_specs[name] = write(median_doc(check_paths(name), chk_sizes),
+                                      f"{work}/fold{fold}-check-{name}.json") + c["nodes"]
+    tune = f"{work}/fold{fold}-tune.json"
+    try:
+        fitted = calibrate(fit_specs, tune)
+    except RuntimeError as e:
+        print(f"# fold {fold}: tern-calc cannot calibrate on this subset: {e}")
+        failures.append(f"fold {fold}: calibration failed ({e})")
+        continue
+    print(f"# fold {fold}: fitted on {'even' if fold == 0 else 'odd'}-index sizes: {', '.join(fitted)}")
+    for name, spec in check_specs.items():
+        try:
+            for p in check(spec, tune):
+                heldout.setdefault(name, {})[int(p["size"])] = (p["busbw_measured"], p["busbw_predicted"],
+                                                               p["busbw_error"], fold)
+        except RuntimeError as e:
+            failures.append(f"{name} fold {fold}: check failed ({e})")
+
+verdict_ok = not failures
+print()
+print("## held-out sizes and repeats: predicted (calibrated without this size and these runs) vs measured busbw")
+print(f"{'config':<13} {'size':>6} {'measured':>10} {'predicted':>10} {'error':>8}  fold")
+summary = []
+for c in configs:
+    rows = heldout.get(c["name"], {})
+    for s in sorted(rows):
+        m, pr, err, fold = rows[s]
+        flag = "" if abs(err) <= tol else "  OUTSIDE"
+        print(f"{c['name']:<13} {human(s):>6} {m:>10.3f} {pr:>10.3f} {err * 100:>+7.1f}%  {fold}{flag}")
+    worst = max((abs(v[2]) for v in rows.values()), default=None)
+    ok = worst is not None and worst <= tol
+    summary.append((c, worst, ok))
+    if c["verdict"] and not ok:
+        verdict_ok = False
+print()
+for c, worst, ok in summary:
+    w = "no held-out points" if worst is None else f"worst {worst * 100:.1f}%"
+    tag = "" if c["verdict"] else " (informational)"
+    print(f"=> {c['title']}: {'within' if ok else 'OUTSIDE'} +-{tol * 100:g}% held-out ({w}){tag}")
+
+# ---- leave one configuration out
+print()
+print("## leave one configuration out: fit on the other configurations (repeats A, all sizes), predict this one (B)")
+loco_ok = True
+for c in configs:
+    others = [o for o in configs if o["name"] != c["name"]]
+    specs = [write(median_doc(fit_paths(o["name"])), f"{work}/loco-{c['name']}-fit-{o['name']}.json") + o["nodes"]
+             for o in others]
+    target = write(median_doc(check_paths(c["name"])), f"{work}/loco-{c['name']}-check.json") + c["nodes"]
+    tune = f"{work}/loco-{c['name']}-tune.json"
+    try:
+        fitted = calibrate(specs, tune)
+        pts = check(target, tune)
+    except RuntimeError as e:
+        print(f"{c['name']:<13} cannot fit/check without it: {e}")
+        loco_ok = loco_ok and not c["verdict"]
+        continue
+    errs = " ".join(f"{human(int(p['size']))}:{p['busbw_error'] * 100:+.0f}%" for p in pts)
+    worst = max((abs(p["busbw_error"]) for p in pts), default=None)
+    ok = worst is not None and worst <= tol
+    if c["verdict"] and not ok:
+        loco_ok = False
+    print(f"{c['name']:<13} worst {'-' if worst is None else f'{worst * 100:.1f}%'} "
+          f"{'within' if ok else 'OUTSIDE'}  (others fit: {', '.join(fitted) or 'nothing'})")
+    print(f"{'':<13} {errs}")
+if "loco" in verdict_on.split():
+    verdict_ok = verdict_ok and loco_ok
+
+# ---- in-sample, for reference
+print()
+print("## in-sample (fit and check on the same data; reference only, NOT evidence)")
+try:
+    specs = [write(median_doc(reps[c["name"]]), f"{results}/{c['name']}.json") + c["nodes"] for c in configs]
+    calibrate(specs, f"{results}/tune.json")
+    for c, spec in zip(configs, specs):
+        pts = check(spec, f"{results}/tune.json")
+        worst = max((abs(p["busbw_error"]) for p in pts), default=0)
+        print(f"{c['name']:<13} worst {worst * 100:.1f}% in-sample")
+except RuntimeError as e:
+    print(f"# in-sample calibration failed: {e}")
+
+# Held-out predictions for the plot: each size's prediction from the fold that did not see it.
+for c in configs:
+    rows = heldout.get(c["name"], {})
+    doc = median_doc(check_paths(c["name"]))
+    doc["results"] = [dict(r, predicted_us=r["size"] / 1e3 / rows[r["size"]][1] *
+                           (r["out_of_place"]["busbw"] / r["out_of_place"]["algbw"]))
+                      for r in doc["results"] if r["size"] in rows and rows[r["size"]][1] > 0]
+    write(doc, f"{work}/{c['name']}.heldout.json")
+
+print()
+for f in failures:
+    print(f"# {f}")
+print(f"VERDICT (held-out: {verdict_on}): {'PASS' if verdict_ok else 'FAIL'}")
+sys.exit(0 if verdict_ok else 1)
 PY
-  plot_inputs+=("$label=$out")
-}
-with_calibrated "shm, 2 ranks" "$results/shm.json"
-with_calibrated "TCP loopback, 2 ranks" "$results/tcp.json"
-if [[ $have_cluster -eq 1 ]]; then
-  with_calibrated "2 nodes $CLUSTER_RATE" "${cluster_files[0]}"
-  with_calibrated "2 nodes $CLUSTER_RATE, sign" "${cluster_files[1]}"
-fi
-if [[ -x /usr/bin/python3 ]] && /usr/bin/python3 "$here/plot.py" -o "$results/validate-model.png" \
-  --title "allreduce float32: measured (solid) vs calibrated tern-calc (dashed)" "${plot_inputs[@]}" \
-  >"$results/plot.log" 2>&1; then
+verdict=${PIPESTATUS[0]}
+((verdict == 0 || verdict == 1)) || die "the held-out analysis failed (exit $verdict)"
+
+# The PNG: measured busbw per configuration (the check repeats), with the held-out prediction dashed.
+plot_inputs=()
+for c in "${configs[@]}"; do
+  IFS='|' read -r name _ <<<"$c"
+  [[ $name == shm-ring ]] && continue
+  [[ -s $results/heldout/$name.heldout.json ]] && plot_inputs+=("$name=$results/heldout/$name.heldout.json")
+done
+if ((${#plot_inputs[@]})) && [[ -x /usr/bin/python3 ]] && /usr/bin/python3 "$here/plot.py" \
+  -o "$results/validate-model.png" --title "allreduce float32: measured (solid) vs held-out tern-calc (dashed)" \
+  "${plot_inputs[@]}" >"$results/plot.log" 2>&1; then
   echo
   echo "# plot: $results/validate-model.png"
 else
@@ -237,5 +432,6 @@ else
 fi
 
 echo
-echo "# calibration file: $results/tune.json (TERN_TUNE_FILE=$results/tune.json, or tern-calc --tune)"
-exit $verdict
+echo "# calibration from all the data (in-sample): $results/tune.json (TERN_TUNE_FILE=$results/tune.json);" \
+  "held-out folds: $results/heldout/"
+exit "$verdict"
