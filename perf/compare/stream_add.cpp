@@ -2,8 +2,8 @@
 //
 // A 2-rank shm allreduce is at heart c[i] = a[i] + b[i] over buffers it does not own in cache, so one core's
 // streaming-add rate bounds what one rank can reduce. Reported STREAM-style: add counts 3 x bytes (read a, read b,
-// write c), memcpy counts 2 x bytes. Best of several runs, since the question is "how fast can this core go", not
-// "how fast does it usually go".
+// write c), memcpy counts 2 x bytes. Several runs (>= 3) per size: the table gives the median run, as every benchmark
+// here does, with the slowest and fastest add beside it (the fastest is the peak this core reached).
 //
 //   stream_add                       # 256 MiB arrays
 //   stream_add -b 1M -e 256M -f 2    # per-size table (small sizes show cache, not DRAM, bandwidth)
@@ -65,7 +65,9 @@ int main(int argc, char** argv) {
   app.add_option("-b,--minbytes", min_str, "smallest array, bytes per array (K/M/G suffixes)")->capture_default_str();
   app.add_option("-e,--maxbytes", max_str, "largest array, bytes per array (K/M/G suffixes)")->capture_default_str();
   app.add_option("-f,--stepfactor", factor, "multiply the size by this each step")->capture_default_str();
-  app.add_option("-r,--runs", runs, "runs per size; the best is reported")->capture_default_str();
+  app.add_option("-r,--runs", runs, "runs per size (>= 3); the median is reported, with the extremes")
+      ->capture_default_str()
+      ->check(CLI::Range(3, 1000000));
   app.add_option("--min-run-ms", min_run_ms, "repeat the kernel within a run until it lasts this long")
       ->capture_default_str();
   app.add_option("-J,--json", json, "also write the rows as a JSON list");
@@ -93,23 +95,29 @@ int main(int argc, char** argv) {
     c[i] = 0.0f;
   }
 
-  std::printf("# stream_add: 1 thread, float32, %s build, best of %d runs (each >= %.0f ms)\n", Isa(), runs,
+  std::printf("# stream_add: 1 thread, float32, %s build, median of %d runs (each >= %.0f ms)\n", Isa(), runs,
               min_run_ms);
   std::printf("# add counts 3 x size bytes (a, b read, c written); memcpy counts 2 x size bytes\n");
-  std::printf("#       size    add(GB/s)  memcpy(GB/s)\n");
+  std::printf("#       size    add(GB/s)  memcpy(GB/s)  add_slowest  add_fastest\n");
 
   struct Row {
     size_t bytes;
     double add;
     double copy;
+    double add_min;
+    double add_max;
+  };
+  // Seconds per call of the median run, and of the slowest and fastest.
+  struct Timing {
+    double median, slowest, fastest;
   };
   std::vector<Row> rows;
   for (size_t bytes = *min_bytes; bytes <= *max_bytes;) {
     const size_t count = bytes / sizeof(float);
     const size_t used = count * sizeof(float);
-    // Times `kernel` as the best over `runs` runs, each repeating it enough to last min_run_ms so small (cache
-    // resident) sizes are not dominated by timer overhead. Returns seconds per kernel call.
-    auto best_of = [&](auto&& kernel) {
+    // Times `kernel` over `runs` runs, each repeating it enough to last min_run_ms so small (cache resident) sizes
+    // are not dominated by timer overhead. Returns seconds per kernel call.
+    auto time_runs = [&](auto&& kernel) {
       size_t reps = 1;
       for (;;) {  // calibrate the repetition count once
         const auto t0 = std::chrono::steady_clock::now();
@@ -118,7 +126,7 @@ int main(int argc, char** argv) {
         if (ms >= min_run_ms || reps >= (size_t{1} << 30)) break;
         reps = ms <= 0 ? reps * 16 : std::max(reps * 2, static_cast<size_t>(reps * min_run_ms / ms * 1.1));
       }
-      double best = 1e30;
+      std::vector<double> per_call;
       for (int run = 0; run < runs; ++run) {
         const auto t0 = std::chrono::steady_clock::now();
         for (size_t r = 0; r < reps; ++r) {
@@ -126,20 +134,25 @@ int main(int argc, char** argv) {
           asm volatile("" ::: "memory");  // each pass must really happen
         }
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        best = std::min(best, s / static_cast<double>(reps));
+        per_call.push_back(s / static_cast<double>(reps));
       }
-      return best;
+      std::sort(per_call.begin(), per_call.end());
+      const size_t n = per_call.size();
+      const double median = n % 2 ? per_call[n / 2] : (per_call[n / 2 - 1] + per_call[n / 2]) / 2;
+      return Timing{median, per_call.back(), per_call.front()};
     };
-    const double add_s = best_of([&]() { Add(c, a, b, count); });
+    const Timing add_t = time_runs([&]() { Add(c, a, b, count); });
     // Guards against a miscompiled or elided kernel: the last pass must have left a + b behind.
     if (c[count - 1] != a[count - 1] + b[count - 1] || c[0] != a[0] + b[0]) {
       std::fprintf(stderr, "stream_add: kernel produced wrong values\n");
       return 1;
     }
-    const double copy_s = best_of([&]() { std::memcpy(c, a, used); });
-    Row row{used, 3.0 * used / 1e9 / add_s, 2.0 * used / 1e9 / copy_s};
+    const Timing copy_t = time_runs([&]() { std::memcpy(c, a, used); });
+    const double add_bytes = 3.0 * static_cast<double>(used) / 1e9;
+    Row row{used, add_bytes / add_t.median, 2.0 * static_cast<double>(used) / 1e9 / copy_t.median,
+            add_bytes / add_t.slowest, add_bytes / add_t.fastest};
     rows.push_back(row);
-    std::printf("%12zu  %11.2f  %12.2f\n", row.bytes, row.add, row.copy);
+    std::printf("%12zu  %11.2f  %12.2f  %11.2f  %11.2f\n", row.bytes, row.add, row.copy, row.add_min, row.add_max);
     std::fflush(stdout);
     const size_t next = static_cast<size_t>(static_cast<double>(bytes) * factor);
     bytes = next > bytes ? next : bytes + 1;
@@ -149,8 +162,11 @@ int main(int argc, char** argv) {
     if (FILE* f = std::fopen(json.c_str(), "w")) {
       std::fprintf(f, "[\n");
       for (size_t i = 0; i < rows.size(); ++i) {
-        std::fprintf(f, "  {\"size\": %zu, \"add_GBps\": %.3f, \"memcpy_GBps\": %.3f}%s\n", rows[i].bytes, rows[i].add,
-                     rows[i].copy, i + 1 < rows.size() ? "," : "");
+        std::fprintf(f,
+                     "  {\"size\": %zu, \"add_GBps\": %.3f, \"memcpy_GBps\": %.3f, \"add_slowest_GBps\": %.3f, "
+                     "\"add_fastest_GBps\": %.3f}%s\n",
+                     rows[i].bytes, rows[i].add, rows[i].copy, rows[i].add_min, rows[i].add_max,
+                     i + 1 < rows.size() ? "," : "");
       }
       std::fprintf(f, "]\n");
       std::fclose(f);
