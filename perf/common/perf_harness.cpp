@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../compare/driver_common.hpp"  // the time column, as the baseline drivers print it
+#include "compressed_bounds.hpp"
 #include "host_buffer.hpp"
 #include "tern/tern_ext.h"
 #include "typed_value.hpp"
@@ -117,6 +118,117 @@ class RankRunner {
     return wrong;
   }
 
+  // Whether -Z runs this call compressed: a collective with a compressed form, a float type the codecs take, and
+  // (for reductions) sum or avg. Anything else runs, and is checked, exactly.
+  bool compressedForm(ternRedOp_t op) const {
+    if (o_.compress.empty()) return false;
+    const std::string name = spec_.name;
+    const bool floatType = o_.dtype == ternFloat32 || o_.dtype == ternFloat16 || o_.dtype == ternBfloat16;
+    if (!floatType) return false;
+    if (name == "allgather") return true;
+    return (name == "allreduce" || name == "reducescatter") && (op == ternSum || op == ternAvg);
+  }
+
+  // A compressor with a zero error-feedback state, for the elements one call encodes on this rank.
+  ternCompressor_t newCompressor(const Layout& l) {
+    const size_t elements = std::string(spec_.name) == "reducescatter" ? l.callCount * n_ : l.callCount;
+    ternCompressor_t c = nullptr;
+    PERF_CHECK(ternCompressorCreate(o_.compress.c_str(), nullptr, elements, o_.dtype, &c), comm_);
+    return c;
+  }
+
+  ternResult_t runCompressed(const void* send, void* recv, size_t count, ternRedOp_t op, ternCompressor_t c) {
+    const std::string name = spec_.name;
+    if (name == "allgather") return ternAllGatherCompressed(send, recv, count, o_.dtype, c, comm_);
+    if (name == "reducescatter") return ternReduceScatterCompressed(send, recv, count, o_.dtype, op, c, comm_);
+    return ternAllReduceCompressed(send, recv, count, o_.dtype, op, c, comm_);
+  }
+
+  // The -Z check (compressed_bounds.hpp): the collective runs K times on the check data of the codec, with a fresh
+  // compressor so that the timed calls' residuals do not enter; every result element whose mean over the K calls
+  // is off the true (double, rank-order) result by more than the codec's bound counts as wrong, and every element
+  // does when the ranks' results differ (allreduce and allgather decode the same bytes everywhere).
+  long long verifyCompressed(const void* send, void* recv, const Layout& l, ternRedOp_t op, bool inPlace) {
+    namespace cc = compressed_check;
+    const cc::Codec codec = cc::parseCodec(o_.compress);
+    const std::string name = spec_.name;
+    const bool gather = name == "allgather", scatter = name == "reducescatter";
+    const size_t per = l.callCount;
+    const int calls = cc::checkCalls(codec, n_);
+    cc::Shape shape;
+    shape.ranks = n_;
+    shape.average = op == ternAvg;
+    shape.serverStage = name == "allreduce" && codec.family != cc::Family::kTopK;
+    shape.dtype = o_.dtype;
+    // Rank p's input element j (its send buffer's index; an allgather block's own index).
+    auto input = [&](int p, size_t j) { return cc::checkValue(codec, p, n_, j); };
+    const size_t inputElems = gather ? per : scatter ? per * n_ : per;
+    const size_t outputElems = gather ? per * n_ : per;
+    cc::Magnitudes mag;
+    std::vector<double> rankMax(n_, 0.0);
+    for (int p = 0; p < n_; ++p) {
+      for (size_t j = 0; j < inputElems; ++j) rankMax[p] = std::max(rankMax[p], std::fabs(input(p, j)));
+    }
+    // The contributions to output element j, in rank order.
+    std::vector<double> xs(n_);
+    auto contributions = [&](size_t j) {
+      if (gather) {
+        xs[0] = input(static_cast<int>(j / per), j % per);
+        return 1;
+      }
+      for (int p = 0; p < n_; ++p) xs[p] = input(p, scatter ? static_cast<size_t>(rank_) * per + j : j);
+      return n_;
+    };
+    if (gather) {
+      mag.maxAbsInput = {*std::max_element(rankMax.begin(), rankMax.end())};
+    } else {
+      mag.maxAbsInput = rankMax;
+    }
+    for (size_t j = 0; j < (scatter ? per * n_ : outputElems); ++j) {
+      double sum = 0;
+      if (gather) {
+        sum = input(static_cast<int>(j / per), j % per);
+      } else {
+        for (int p = 0; p < n_; ++p) sum += input(p, j);
+      }
+      mag.maxAbsSum = std::max(mag.maxAbsSum, std::fabs(sum));
+    }
+    const size_t e = typeSize(o_.dtype);
+    void* in = inPlace ? static_cast<char*>(recv) + l.inPlaceSendOffset * e : const_cast<void*>(send);
+    ternCompressor_t c = newCompressor(l);
+    std::vector<double> mean(outputElems, 0.0);
+    uint64_t hash = 1469598103934665603ull;
+    for (int k = 0; k < calls; ++k) {
+      if (k == 0 || inPlace) {  // in place, the previous call overwrote the input
+        for (size_t j = 0; j < inputElems; ++j) storeTyped(in, j, o_.dtype, input(rank_, j));
+      }
+      PERF_CHECK(runCompressed(send, recv, per, op, c), comm_);
+      for (size_t j = 0; j < outputElems; ++j) {
+        const double v = loadTyped(recv, j, o_.dtype);
+        mean[j] += v;
+        uint64_t bits;
+        std::memcpy(&bits, &v, sizeof(bits));
+        hash = (hash ^ bits) * 1099511628211ull;
+      }
+    }
+    ternCompressorDestroy(c);
+    long long wrong = 0;
+    for (size_t j = 0; j < outputElems; ++j) {
+      const int count = contributions(j);
+      double want = 0;
+      for (int p = 0; p < count; ++p) want += xs[p];
+      if (shape.average) want /= n_;
+      const double got = mean[j] / calls;
+      const double tol = cc::elementTolerance(codec, shape, mag, xs.data(), count, calls);
+      if (!std::isfinite(got) || std::fabs(got - want) > tol) ++wrong;
+    }
+    if (!scatter) {                                      // reduce-scatter blocks differ by rank
+      const double h = static_cast<double>(hash >> 11);  // exact in a double
+      if (combine(h, ternMax) != combine(h, ternMin)) wrong = static_cast<long long>(outputElems);
+    }
+    return wrong;
+  }
+
   double combine(double v, ternRedOp_t op) {
     double out = v;
     PERF_CHECK(ternAllReduce(&v, &out, 1, ternFloat64, op, comm_), comm_);
@@ -132,16 +244,23 @@ class RankRunner {
     const void* send = inPlace ? static_cast<char*>(recv) + l.inPlaceSendOffset * e : sendBuf_.get();
     Measured m;
     fill(sendBuf_.get(), recv, l, op, inPlace);
-    for (int i = 0; i < o_.warmup; ++i) {
-      PERF_CHECK(spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_), comm_);
-    }
+    // -Z: the collective runs through the compressed API with one compressor (error-feedback state) for the size,
+    // so it always compresses (TERN_COMPRESS alone leaves the choice to the cost model, which declines on shared
+    // memory, and covers allreduce only).
+    const bool compressed = compressedForm(op);
+    ternCompressor_t timedCompressor = compressed ? newCompressor(l) : nullptr;
+    auto runOnce = [&] {
+      return compressed ? runCompressed(send, recv, l.callCount, op, timedCompressor)
+                        : spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_);
+    };
+    for (int i = 0; i < o_.warmup; ++i) PERF_CHECK(runOnce(), comm_);
     PERF_CHECK(ternBarrier(comm_), comm_);
     std::vector<double> perIter;
     auto t0 = Clock::now();
     for (int i = 0; i < o_.iters; ++i) {
       // Per-iteration clock reads only with -I: at a few hundred nanoseconds per call they would be in the figure.
       const auto s = o_.iterStats ? Clock::now() : Clock::time_point{};
-      PERF_CHECK(spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_), comm_);
+      PERF_CHECK(runOnce(), comm_);
       if (o_.iterStats) perIter.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count());
     }
     double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / o_.iters;
@@ -171,24 +290,10 @@ class RankRunner {
     m.timeUs = us;
     m.algbw = us > 0 ? static_cast<double>(bytes) / 1e3 / us : 0;
     m.busbw = m.algbw * spec_.busFactor(n_);
-    if (o_.check && !o_.compress.empty()) {
-      // Compression is lossy: exact values cannot be checked. What must hold is that the result is finite and
-      // bit-identical on every rank: count the elements that are not, using a checksum compared across ranks.
-      fill(sendBuf_.get(), recv, l, op, inPlace);
-      PERF_CHECK(spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_), comm_);
-      long long bad = 0;
-      uint64_t hash = 1469598103934665603ull;
-      for (size_t j = 0; j < l.recvElems; ++j) {
-        double v = loadTyped(recv, j, o_.dtype);
-        if (!std::isfinite(v)) ++bad;
-        uint64_t bits;
-        std::memcpy(&bits, &v, sizeof(bits));
-        hash = (hash ^ bits) * 1099511628211ull;
-      }
-      double h = static_cast<double>(hash >> 11);  // exact in a double
-      bool same = combine(h, ternMax) == combine(h, ternMin);
-      m.wrong = static_cast<long long>(
-          combine(static_cast<double>(same ? bad : static_cast<long long>(l.recvElems)), ternSum));
+    if (timedCompressor != nullptr) ternCompressorDestroy(timedCompressor);
+    if (o_.check && compressed) {
+      m.wrong =
+          static_cast<long long>(combine(static_cast<double>(verifyCompressed(send, recv, l, op, inPlace)), ternSum));
     } else if (o_.check) {
       fill(sendBuf_.get(), recv, l, op, inPlace);
       PERF_CHECK(spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_), comm_);
@@ -289,6 +394,12 @@ class RankRunner {
                 version % 100, n_, ternCommTransportName(comm_), o_.algo.empty() ? "" : ", algorithm ", o_.algo.c_str(),
                 o_.compress.empty() ? "" : ", compression ", o_.compress.c_str());
     std::printf("#  Rank %2d Group  0 Pid %6d on %10s device  0 [cpu] host memory\n", rank_, getpid(), host);
+    if (!o_.compress.empty() && o_.check) {
+      std::printf(
+          "#  -Z check: #wrong counts elements off the true result by more than the codec's bound, on the\n"
+          "#  mean of %d calls with a fresh compressor on check data (perf/common/compressed_bounds.hpp)\n",
+          compressed_check::checkCalls(compressed_check::parseCodec(o_.compress), n_));
+    }
     std::printf("#\n");
     std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "",
                 "", "", "");
