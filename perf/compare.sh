@@ -88,6 +88,8 @@ read -r -a tern_args <<<"${TERN_ARGS:-}"
 read -r -a mpi_driver_args <<<"${MPI_DRIVER_ARGS:-}"
 read -r -a gloo_args <<<"${GLOO_ARGS:-}"
 [[ $PLACE == out || $PLACE == in ]] || cmp_die "PLACE must be out or in, not '$PLACE'"
+place_text="out-of-place"
+[[ $PLACE == in ]] && place_text="in-place"
 gloo_place=() mpi_place=()
 [[ $PLACE == in ]] && gloo_place=(--inplace) mpi_place=(--inplace)
 tern_hp=() mpi_hp=()
@@ -197,7 +199,7 @@ main() {
   echo "# sizes:     $MINBYTES..$MAXBYTES x$STEPFACTOR, ~$ITER_BYTES per size ($MIN_ITERS..$MAX_ITERS iterations)," \
     "repeats=$REPEATS"
   echo "# mpi:       ${mpi_mca[*]}"
-  echo "# protocol:  all ${PLACE}-of-place; gloo --algo $GLOO_ALGO; binding tern-run --bind-to $TERN_BIND, mpirun" \
+  echo "# protocol:  all $place_text; gloo --algo $GLOO_ALGO; binding tern-run --bind-to $TERN_BIND, mpirun" \
     "--bind-to $MPI_BIND, gloo $GLOO_BIND; first tool rotates per size group; PERF_HUGEPAGES=${PERF_HUGEPAGES:-unset}"
   echo "# results:   $results"
   cmp_busy_note "before the runs"
@@ -256,10 +258,14 @@ main() {
   ((have_gloo)) && [[ ! -s $results/gloo.rows ]] && echo "# gloo produced no result rows" && failed=1
 
   echo
-  echo "# ===== tern vs $others, $NP ranks, $transport_text: ${PLACE}-of-place busbw in GB/s, medians of $REPEATS runs"
+  echo "# ===== tern vs $others, $NP ranks, $transport_text: $place_text busbw in GB/s, medians of $REPEATS runs"
   echo "# spread = (slowest - fastest) / median run time, /runs"
   echo "# ratio = other median time / tern median time (= tern busbw / other busbw); > 1 means tern is faster"
   report3 "$results/tern.rows" "$results/mpi.rows" "$results/gloo.rows" "$gloo_na"
+  if [[ -n ${PERF_HUGEPAGES:-} ]]; then
+    echo "# huge pages: tern $(cmp_hugepage_summary "$results/tern.log"); mpi $(cmp_hugepage_summary "$results/mpi.log")"
+    ((have_gloo)) && echo "# huge pages: gloo $(cmp_hugepage_summary "$results/gloo.log")"
+  fi
   cmp_busy_note "after the runs"
 
   # The PNG: tern's merged -J output (with the model's predictions) plus JSON made from the MPI and Gloo rows.
@@ -275,7 +281,7 @@ main() {
     plot_inputs+=("$results/mpi.json")
   fi
   if [[ -s $results/gloo.rows ]]; then
-    rows_json "$results/gloo.rows" gloo_allreduce "$TRANSPORT" "$GLOO_ALGO $PLACE-of-place" >"$results/gloo.json"
+    rows_json "$results/gloo.rows" gloo_allreduce "$TRANSPORT" "$GLOO_ALGO $place_text" >"$results/gloo.json"
     plot_inputs+=("$results/gloo.json")
   fi
   local title="allreduce busbw, $NP ranks, $transport_text: tern vs $others"

@@ -53,6 +53,8 @@ read -r -a tern_run_args <<<"${TERN_RUN_ARGS:-}"
 read -r -a tern_args <<<"${TERN_ARGS:-}"
 read -r -a gloo_args <<<"${GLOO_ARGS:-}"
 [[ $PLACE == out || $PLACE == in ]] || cmp_die "PLACE must be out or in, not '$PLACE'"
+place_text="out-of-place"
+[[ $PLACE == in ]] && place_text="in-place"
 gloo_place=()
 [[ $PLACE == in ]] && gloo_place=(--inplace)
 tern_hp=()
@@ -66,7 +68,7 @@ main() {
   cmp_machine_info
   echo "# sizes:     $MINBYTES..$MAXBYTES x$STEPFACTOR, ~$ITER_BYTES per size ($MIN_ITERS..$MAX_ITERS iterations)," \
     "repeats=$REPEATS, target tern/gloo >= ${TARGET}x (median)"
-  echo "# protocol:  both ${PLACE}-of-place; gloo --algo $GLOO_ALGO; binding tern-run --bind-to $TERN_BIND," \
+  echo "# protocol:  both $place_text; gloo --algo $GLOO_ALGO; binding tern-run --bind-to $TERN_BIND," \
     "gloo $GLOO_BIND; order alternates per size group; PERF_HUGEPAGES=${PERF_HUGEPAGES:-unset}"
   echo "# results:   $results"
   cmp_busy_note "before the runs"
@@ -110,7 +112,7 @@ main() {
   ((have_gloo)) && [[ ! -s $results/gloo.rows ]] && echo "# gloo produced no result rows" && failed=1
 
   echo
-  echo "# ===== tern vs Gloo ($GLOO_ALGO), $NP ranks, TCP loopback, both ${PLACE}-of-place: medians of $REPEATS runs"
+  echo "# ===== tern vs Gloo ($GLOO_ALGO), $NP ranks, TCP loopback, both $place_text: medians of $REPEATS runs"
   echo "# time in us, busbw in GB/s; spread = (slowest - fastest) / median run time, /runs"
   echo "# ratio = gloo time / tern time (= tern busbw / gloo busbw), medians; PASS when >= TARGET"
   cmp_report "$results/tern.rows" "$results/gloo.rows" tern gloo "$MINBYTES-$MAXBYTES:$TARGET"
