@@ -75,18 +75,32 @@ TEST(Ddp, UnusedParametersCountAsZeroAndTheBucketCompletes) {
   });
 }
 
+// Compressed and half-precision gradient wires: the same parameters on every rank, parameters close to the
+// uncompressed run's and a final loss that keeps most of its reduction. The bounds are measured (this model, data
+// and seed: sign 0.30, topk:0.25 0.18, qsgd:4 0.10 max relative parameter difference; fp16 3e-5, bf16 2.2e-4, fp16
+// wire 6.2e-4, bf16 wire 2.6e-3) with a margin of 2-4x. A wire that delivered nothing (or a fraction of the
+// gradient) would fail both: no training leaves the parameters 1.1 away from the reference's and the loss where it
+// started. fp16/bf16 round each gradient once or twice (2^-11, 2^-8 relative) and carry the rest forward in error
+// feedback, so they stay within a few of their own ulps of the uncompressed run.
 TEST(Ddp, CompressedAndHalfPrecisionWiresAgreeAcrossRanksAndStillLearn) {
   TinyData d = makeTinyData(40 * kBatch, 6, 3, 13);
   struct Case {
     const char* compress;
     ternDataType_t wire;
-    double tolerance;  // to the uncompressed reference after the run
+    double paramTolerance;  // max relative parameter difference to the uncompressed reference after the run
+    double lossReduction;   // fraction of the reference's loss reduction the run must reach
   };
-  for (Case c : {Case{"sign", ternFloat32, 10.0}, Case{"qsgd:4", ternFloat32, 10.0},
-                 Case{"topk:0.25", ternFloat32, 10.0}, Case{"fp16", ternFloat32, 0.02}, Case{"bf16", ternFloat32, 0.05},
-                 Case{nullptr, ternFloat16, 0.02}, Case{nullptr, ternBfloat16, 0.05}}) {
+  const Params ref = reference(d, 40, kBatch, sgd());
+  Params init = kModel.init(7), g = init;
+  const double lossBefore = kModel.step(d, 0, 40 * kBatch, access(init, g));
+  Params refCopy = ref;
+  const double lossRef = kModel.step(d, 0, 40 * kBatch, access(refCopy, g));
+  ASSERT_LT(lossRef, 0.5 * lossBefore);  // the reference learns: what the compressed runs are measured against
+  for (Case c : {Case{"sign", ternFloat32, 0.6, 0.75}, Case{"qsgd:4", ternFloat32, 0.25, 0.75},
+                 Case{"topk:0.25", ternFloat32, 0.4, 0.75}, Case{"fp16", ternFloat32, 2e-4, 0.999},
+                 Case{"bf16", ternFloat32, 1e-3, 0.999}, Case{nullptr, ternFloat16, 2e-3, 0.999},
+                 Case{nullptr, ternBfloat16, 1e-2, 0.995}}) {
     SCOPED_TRACE(c.compress ? c.compress : (c.wire == ternFloat16 ? "wire fp16" : "wire bf16"));
-    Params ref = reference(d, 40, kBatch, sgd());
     std::mutex mu;
     std::vector<Params> finals(2);
     runRanks(2, [&](ternComm_t comm, int rank) {
@@ -98,12 +112,11 @@ TEST(Ddp, CompressedAndHalfPrecisionWiresAgreeAcrossRanksAndStillLearn) {
       finals[rank] = run.params;
     });
     EXPECT_EQ(maxRelDiff(finals[0], finals[1]), 0.0);  // lossy, but the same on every rank
-    EXPECT_LT(maxRelDiff(finals[0], ref), c.tolerance);
-    // Training still reduces the loss.
-    Params init = kModel.init(7), g = init;
-    double before = kModel.step(d, 0, 40 * kBatch, access(init, g));
-    double after = kModel.step(d, 0, 40 * kBatch, access(finals[0], g));
-    EXPECT_LT(after, before);
+    EXPECT_LT(maxRelDiff(finals[0], ref), c.paramTolerance);
+    Params final = finals[0];
+    const double lossAfter = kModel.step(d, 0, 40 * kBatch, access(final, g));
+    EXPECT_GE(lossBefore - lossAfter, c.lossReduction * (lossBefore - lossRef))
+        << "loss " << lossBefore << " -> " << lossAfter << ", uncompressed " << lossRef;
   }
 }
 
