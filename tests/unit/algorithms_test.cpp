@@ -1,12 +1,14 @@
 // Tests of every schedule builder: the schedules of all ranks run together in the reference simulator
 // (schedule_sim.hpp) on real data, in random legal orders, with eager and rendezvous send semantics; the outputs
-// are compared with a reference computed here, across every collective, dtype, op, rank count 1..16, odd counts,
-// in place and out of place, chunked (pipelined) and not, with ring orders and host layouts.
+// are compared with the independent reference (tests/common/reference.hpp), across every collective, dtype, op,
+// rank count 1..16, odd counts, in place and out of place, chunked (pipelined) and not, with ring orders and host
+// layouts.
 //
 // Data is chosen so that every reduction is exact in every dtype (small integers, products of +-1 with one 2 or 1/2,
-// +-0 for max/min): any reduction order then gives the same value, so results must match the reference exactly,
+// +-0 for max/min): any reduction order then gives the same value, so results must match the reference bit for bit,
 // and a wrong or missing contribution shows as a wrong value rather than hiding in a rounding tolerance. Separate
-// "noisy" cases use random reals, where order matters: they are compared with a tolerance, and must still be
+// "noisy" cases use random reals, where order matters: they are compared with the exact result within the error
+// bound that round-to-nearest arithmetic allows for any order (derived at Harness::noisyBound), and must still be
 // bit-identical on every rank and under every execution order (determinism).
 //
 // Each case runs in an eager and a rendezvous execution order; TERN_SIM_RUNS=N runs N orders per case instead.
@@ -18,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -28,9 +31,9 @@
 
 #include "algorithms/chunking.hpp"
 #include "algorithms/registry.hpp"
+#include "common/reference.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
-#include "kernels/reduce.hpp"
 #include "schedule_sim.hpp"
 
 namespace tern {
@@ -48,93 +51,17 @@ bool isReduction(Collective c) {
   return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
 }
 
-void store(uint8_t* p, ternDataType_t t, double v) {
-  switch (t) {
-    case ternInt8: {
-      int8_t x = static_cast<int8_t>(v);
-      std::memcpy(p, &x, 1);
-      break;
-    }
-    case ternUint8: {
-      uint8_t x = static_cast<uint8_t>(static_cast<int64_t>(v));
-      std::memcpy(p, &x, 1);
-      break;
-    }
-    case ternInt32: {
-      int32_t x = static_cast<int32_t>(v);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case ternUint32: {
-      uint32_t x = static_cast<uint32_t>(static_cast<int64_t>(v));
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case ternInt64: {
-      int64_t x = static_cast<int64_t>(v);
-      std::memcpy(p, &x, 8);
-      break;
-    }
-    case ternUint64: {
-      uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(v));
-      std::memcpy(p, &x, 8);
-      break;
-    }
-    case ternFloat16: {
-      uint16_t x = floatToHalf(static_cast<float>(v));
-      std::memcpy(p, &x, 2);
-      break;
-    }
-    case ternBfloat16: {
-      uint16_t x = floatToBfloat16(static_cast<float>(v));
-      std::memcpy(p, &x, 2);
-      break;
-    }
-    case ternFloat32: {
-      float x = static_cast<float>(v);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case ternFloat64:
-      std::memcpy(p, &v, 8);
-      break;
-    default:
-      break;
-  }
-}
-
-double load(const uint8_t* p, ternDataType_t t) {
-  switch (t) {
-    case ternFloat16: {
-      uint16_t x;
-      std::memcpy(&x, p, 2);
-      return halfToFloat(x);
-    }
-    case ternBfloat16: {
-      uint16_t x;
-      std::memcpy(&x, p, 2);
-      return bfloat16ToFloat(x);
-    }
-    case ternFloat32: {
-      float x;
-      std::memcpy(&x, p, 4);
-      return x;
-    }
-    case ternFloat64: {
-      double x;
-      std::memcpy(&x, p, 8);
-      return x;
-    }
-    default:
-      return 0;
-  }
-}
+// Elements are written and read through the independent reference (its own fp16/bf16 rounding).
+void store(uint8_t* p, ternDataType_t t, double v) { ref::store(p, 0, t, v); }
+double load(const uint8_t* p, ternDataType_t t) { return ref::load(p, 0, t); }
 
 // Element value of rank r at index i; exact under every reduction order (see the file comment).
 double exactValue(std::mt19937_64& g, ternDataType_t t, ternRedOp_t op, int r) {
   auto pick = [&g](std::initializer_list<double> xs) { return *(xs.begin() + g() % xs.size()); };
   if (op == ternProd) {
-    if (!isFloat(t) && !isSigned(t)) return static_cast<double>(g() % 256);  // unsigned products wrap exactly
+    // Unsigned products wrap exactly (0..8 over up to 16 ranks stays below 2^53, where the reference's doubles
+    // hold every 64-bit product exactly; it wraps uint8 and, from 11 ranks on, uint32).
+    if (!isFloat(t) && !isSigned(t)) return static_cast<double>(g() % 9);
     if (r == 0) return pick({1, -1, 2});
     if (r == 1) return isFloat(t) ? pick({1, -1, 0.5}) : pick({1, -1, 3});
     return pick({1, -1});
@@ -389,44 +316,134 @@ class Harness {
     return {b.arena.begin() + b.outputOffset, b.arena.begin() + b.outputOffset + b.outputBytes};
   }
 
-  // Reference reduction over ranks of inputs at element range [off, off+cnt), in rank order.
-  std::vector<uint8_t> reference(size_t off, size_t cnt) const {
-    std::vector<uint8_t> acc(inputs_[0].begin() + off * e_, inputs_[0].begin() + (off + cnt) * e_);
-    for (int r = 1; r < n_; ++r)
-      reduceScalar(acc.data(), acc.data(), inputs_[r].data() + off * e_, cnt, c_.dtype, c_.op);
-    if (c_.op == ternAvg && cnt > 0) finalizeAverage(acc.data(), cnt, c_.dtype, n_);
-    return acc;
+  // The expected reduction of elements [off, off + cnt). Exact data: the independent reference's value, rounded to
+  // the dtype once, compared bit for bit. Noisy sums, averages and products: the exact value (in long double) and
+  // how far a correctly rounded computation in any order may stray from it (noisyBound).
+  struct Expected {
+    std::vector<uint8_t> bits;
+    std::vector<double> exact, bound;
+  };
+  bool withinBound() const { return c_.noisy && (c_.op == ternSum || c_.op == ternAvg || c_.op == ternProd); }
+
+  Expected reference(size_t off, size_t cnt) const {
+    Expected x;
+    std::vector<double> vals(n_);
+    if (withinBound()) {
+      x.exact.resize(cnt);
+      x.bound.resize(cnt);
+    } else {
+      x.bits.assign(cnt * e_, 0);
+    }
+    for (size_t i = 0; i < cnt; ++i) {
+      for (int r = 0; r < n_; ++r) vals[r] = load(inputs_[r].data() + (off + i) * e_, c_.dtype);
+      if (withinBound()) {
+        noisyBound(vals, &x.exact[i], &x.bound[i]);
+      } else {
+        store(x.bits.data() + i * e_, c_.dtype,
+              withZeroSign(vals, ref::reduceValues(vals.data(), n_, c_.dtype, c_.op)));
+      }
+    }
+    return x;
   }
 
-  // Compares got against want element-wise (floats by value: +0 == -0; noisy floats with a tolerance).
-  std::string compare(const uint8_t* got, const uint8_t* want, size_t cnt, const std::string& what, size_t off) const {
-    if (cnt == 0 || std::memcmp(got, want, cnt * e_) == 0) return "";  // fast path: identical bits
+  // The reference keeps the first of equal values; tern's max/min of +0 and -0 is defined as +0 (max) and -0
+  // (min) whatever the order (the AND / OR of the bits), so a zero result takes that sign.
+  double withZeroSign(const std::vector<double>& vals, double v) const {
+    if (!isFloat(c_.dtype) || v != 0 || (c_.op != ternMax && c_.op != ternMin)) return v;
+    bool positive = false, negative = false;
+    for (double x : vals) {
+      if (x == 0) (std::signbit(x) ? negative : positive) = true;
+    }
+    if (c_.op == ternMax) return positive ? 0.0 : -0.0;
+    return negative ? -0.0 : 0.0;
+  }
+
+  // Error bound for noisy data (inputs x_1..x_n, already rounded to the dtype, |x_i| <= 1).
+  //
+  // One combining step rounds to nearest: fp32 and fp64 once (u = 2^-24, 2^-53); fp16 and bf16 are widened,
+  // combined in fp32 and rounded again in their own format, so one step is exact(1 + d1)(1 + d2) with |d1| <=
+  // 2^-24 and |d2| <= 2^-11 (fp16) or 2^-8 (bf16): u = (1 + 2^-11)(1 + 2^-24) - 1, resp. with 2^-8.
+  //
+  // Sum: any reduction tree has n - 1 additions and every input goes through at most n - 1 of them, each
+  // multiplying it by some (1 + d), |d| <= u (an addition whose result is subnormal is exact, so there is no
+  // absolute term). Hence |s^ - s| <= g(n-1) sum|x_i| with g(k) = k u / (1 - k u) (Higham, "Accuracy and Stability
+  // of Numerical Algorithms", Lemma 3.1 and section 4.2), for every order the algorithm may choose.
+  // Avg: s^ is divided once (in fp32 for fp16/bf16/fp32, then rounded to the dtype): |a^ - s/n| <= |s^ - s| / n +
+  // u |s^| / n + eta, with |s^| <= |s| + |s^ - s| and eta half the dtype's smallest subnormal (the quotient may be
+  // subnormal in fp16).
+  // Prod: n - 1 multiplications, each ab(1 + d) or, when the result is subnormal, ab + e with |e| <= eta. Every
+  // partial product has magnitude <= 1, so an absolute error is only ever multiplied by factors <= 1 (times
+  // (1 + d) terms, under 2 together): |p^ - p| <= g(n-1) |p| + 2 (n - 1) eta.
+  // The exact values are computed in long double, whose own error (the same bounds with its unit roundoff) is
+  // added: it matters only for fp64.
+  void noisyBound(const std::vector<double>& vals, double* exact, double* bound) const {
+    const double u32 = 0x1p-24;
+    double u = 0x1p-53, eta = 0x1p-1074;
+    if (c_.dtype == ternFloat16) {
+      u = (1 + 0x1p-11) * (1 + u32) - 1;
+      eta = 0x1p-25;
+    } else if (c_.dtype == ternBfloat16) {
+      u = (1 + 0x1p-8) * (1 + u32) - 1;
+      eta = 0x1p-134;
+    } else if (c_.dtype == ternFloat32) {
+      u = u32;
+      eta = 0x1p-150;
+    }
+    const auto gamma = [](int k, double unit) { return k * unit / (1 - k * unit); };
+    const double uRef = std::ldexp(1.0, -std::numeric_limits<long double>::digits);
+    const int steps = n_ - 1;
+    if (c_.op == ternProd) {
+      long double p = 1;
+      for (double x : vals) p *= x;
+      const double ap = std::fabs(static_cast<double>(p));
+      *exact = static_cast<double>(p);
+      *bound = gamma(steps, u) * ap + 2 * steps * eta + gamma(steps, uRef) * ap;
+      return;
+    }
+    long double sum = 0, absSum = 0;
+    for (double x : vals) {
+      sum += x;
+      absSum += std::fabs(x);
+    }
+    const double sumErr = gamma(steps, u) * static_cast<double>(absSum) + gamma(n_, uRef) * static_cast<double>(absSum);
+    if (c_.op == ternSum) {
+      *exact = static_cast<double>(sum);
+      *bound = sumErr;
+      return;
+    }
+    const double divU = c_.dtype == ternFloat64 ? 0x1p-53 : u;
+    *exact = static_cast<double>(sum / n_);
+    *bound = sumErr / n_ + divU * (std::fabs(static_cast<double>(sum)) + sumErr) / n_ + eta;
+  }
+
+  std::string mismatch(const uint8_t* a, const uint8_t* b, const std::string& what, size_t i) const {
+    std::ostringstream o;
+    o << what << ": element " << i << " is ";
+    uint64_t x = 0, y = 0;
+    std::memcpy(&x, a, e_);
+    std::memcpy(&y, b, e_);
+    if (isFloat(c_.dtype)) o << load(a, c_.dtype) << ", expected " << load(b, c_.dtype) << " (";
+    o << "0x" << std::hex << x << ", expected 0x" << y << (isFloat(c_.dtype) ? ")" : "");
+    return o.str();
+  }
+
+  // Bit-for-bit comparison of cnt elements (data movement, and reductions of exact data).
+  std::string compareBits(const uint8_t* got, const uint8_t* want, size_t cnt, const std::string& what) const {
+    if (cnt == 0 || std::memcmp(got, want, cnt * e_) == 0) return "";
     for (size_t i = 0; i < cnt; ++i) {
-      const uint8_t* a = got + i * e_;
-      const uint8_t* b = want + i * e_;
-      bool ok;
-      if (!isFloat(c_.dtype)) {
-        ok = std::memcmp(a, b, e_) == 0;
-      } else {
-        const double x = load(a, c_.dtype), y = load(b, c_.dtype);
-        if (c_.noisy && isReduction(c_.coll)) {
-          const double eps = c_.dtype == ternFloat64 ? 1e-12 : c_.dtype == ternFloat32 ? 1e-5 : 5e-2;
-          ok = std::fabs(x - y) <= eps * n_ * (1 + std::fabs(y));
-        } else {
-          ok = (x == y) || (std::isnan(x) && std::isnan(y));
-        }
-      }
-      if (!ok) {
+      if (std::memcmp(got + i * e_, want + i * e_, e_) != 0) return mismatch(got + i * e_, want + i * e_, what, i);
+    }
+    return "";
+  }
+
+  std::string compareReduction(const uint8_t* got, const Expected& want, size_t cnt, const std::string& what) const {
+    if (!withinBound()) return compareBits(got, want.bits.data(), cnt, what);
+    for (size_t i = 0; i < cnt; ++i) {
+      const double x = load(got + i * e_, c_.dtype);
+      if (!(std::fabs(x - want.exact[i]) <= want.bound[i])) {
         std::ostringstream o;
-        o << what << ": element " << off + i << " is ";
-        if (isFloat(c_.dtype)) {
-          o << load(a, c_.dtype) << ", expected " << load(b, c_.dtype);
-        } else {
-          uint64_t x = 0, y = 0;
-          std::memcpy(&x, a, e_);
-          std::memcpy(&y, b, e_);
-          o << "0x" << std::hex << x << ", expected 0x" << y;
-        }
+        o << what << ": element " << i << " is " << x << ", exact " << want.exact[i] << ", allowed error "
+          << want.bound[i];
         return o.str();
       }
     }
@@ -435,8 +452,8 @@ class Harness {
 
   std::string check(const std::vector<RankBuffers>& bufs) const {
     const size_t cnt = c_.count;
-    std::vector<uint8_t> ref;
-    if (c_.coll == Collective::kAllReduce || c_.coll == Collective::kReduce) ref = reference(0, cnt);
+    Expected whole;
+    if (c_.coll == Collective::kAllReduce || c_.coll == Collective::kReduce) whole = reference(0, cnt);
     for (int r = 0; r < n_; ++r) {
       const RankBuffers& b = bufs[r];
       const uint8_t* out = b.hasOutput ? b.arena.data() + b.outputOffset : nullptr;
@@ -452,38 +469,37 @@ class Harness {
       std::string err;
       switch (c_.coll) {
         case Collective::kAllReduce:
-          err = compare(out, ref.data(), cnt, who, 0);
+          err = compareReduction(out, whole, cnt, who);
           if (err.empty() && r > 0 && std::memcmp(out, bufs[0].arena.data() + bufs[0].outputOffset, cnt * e_) != 0) {
             err = who + ": output differs in bits from rank 0's (non-deterministic reduction)";
           }
           break;
         case Collective::kReduce:
-          if (r == c_.root) err = compare(out, ref.data(), cnt, who, 0);
+          if (r == c_.root) err = compareReduction(out, whole, cnt, who);
           break;
         case Collective::kReduceScatter: {
-          std::vector<uint8_t> want = reference(static_cast<size_t>(r) * cnt, cnt);
-          err = compare(out, want.data(), cnt, who, 0);
+          err = compareReduction(out, reference(static_cast<size_t>(r) * cnt, cnt), cnt, who);
           break;
         }
         case Collective::kAllGather:
           for (int q = 0; q < n_ && err.empty(); ++q) {
-            err = compare(out + q * cnt * e_, inputs_[q].data(), cnt, who + " block " + std::to_string(q), 0);
+            err = compareBits(out + q * cnt * e_, inputs_[q].data(), cnt, who + " block " + std::to_string(q));
           }
           break;
         case Collective::kBroadcast:
-          err = compare(out, inputs_[c_.root].data(), cnt, who, 0);
+          err = compareBits(out, inputs_[c_.root].data(), cnt, who);
           break;
         case Collective::kAlltoAll:
           for (int q = 0; q < n_ && err.empty(); ++q) {
-            err = compare(out + q * cnt * e_, inputs_[q].data() + r * cnt * e_, cnt,
-                          who + " block from " + std::to_string(q), 0);
+            err = compareBits(out + q * cnt * e_, inputs_[q].data() + r * cnt * e_, cnt,
+                              who + " block from " + std::to_string(q));
           }
           break;
         case Collective::kAlltoAllv: {
           std::vector<uint8_t> covered(b.outputBytes, 0);
           for (int q = 0; q < n_ && err.empty(); ++q) {
-            err = compare(out + v_.rd[r][q] * e_, inputs_[q].data() + v_.sd[q][r] * e_, v_.rc[r][q],
-                          who + " block from " + std::to_string(q), 0);
+            err = compareBits(out + v_.rd[r][q] * e_, inputs_[q].data() + v_.sd[q][r] * e_, v_.rc[r][q],
+                              who + " block from " + std::to_string(q));
             std::memset(covered.data() + v_.rd[r][q] * e_, 1, v_.rc[r][q] * e_);
           }
           // Bytes outside every receive region keep what was there before.
@@ -715,7 +731,8 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, AlgorithmsSweep, testing::ValuesIn(allAlgor
 
 // ---------------------------------------------------------------------------------------------------------------
 // Every dtype x every op for every reducing algorithm, on a power of two and a non-power of two, plus "noisy"
-// real-valued data for the float types (tolerance against the reference, bit-identical across ranks and orders).
+// real-valued data for the float types (within the rounding bound of the exact result, bit-identical across ranks
+// and orders).
 
 std::vector<AlgoParam> reducingAlgorithms() {
   std::vector<AlgoParam> out;
