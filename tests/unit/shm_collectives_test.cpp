@@ -3,9 +3,15 @@
 //
 // Every collective x datatypes x ops x counts {0, 1, 7, 1023, 2^20 + 3} x in/out-of-place x ordinary/registered
 // (ternMemAlloc) buffers, for 2, 3, 4 and 8 ranks, in each zero-copy mode (same-process peers read in place; all
-// staged; registered buffers mapped through /proc/self/fd). Inputs are arbitrary (not exact-valued) numbers: the
-// direct algorithms reduce every element in rank order, so the result must equal, bit for bit, the reference that
-// folds the ranks' inputs in rank order with the scalar kernel, on every rank.
+// staged; registered buffers mapped through /proc/self/fd). Two kinds of input, both compared bit for bit on every
+// rank:
+// - exact: values for which every reduction order gives the same result (integers of every width with wrapping
+//   sums, small integers for floats and for products), against the independent reference's reduceBuffer
+//   (tests/common/reference.hpp);
+// - rounding (floating types): arbitrary values, so sums and products round. The direct algorithms reduce every
+//   element in rank order, so the result must equal the rank-order fold computed here step by step with the
+//   rounding tern documents (fp16/bf16 widened to fp32, combined, rounded to nearest even with the reference's
+//   own conversions).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -14,8 +20,8 @@
 #include <tuple>
 #include <vector>
 
+#include "common/reference.hpp"
 #include "core/dtype.hpp"
-#include "kernels/reduce.hpp"
 #include "rank_threads.hpp"
 #include "tern/tern_ext.h"
 #include "transport/shm/direct_collectives.hpp"
@@ -43,54 +49,6 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 33);
 }
 
-// Rank r's input: arbitrary bits for integers; for floating types values in [-16, 16) with a fractional part, so
-// sums round (the test relies on the order of reduction, not on exactness); prod inputs stay near 1 so products
-// neither overflow nor underflow much.
-template <typename T, typename Convert>
-void fillWith(void* buf, size_t count, uint64_t seed, Convert convert) {
-  T* p = static_cast<T*>(buf);
-  for (size_t i = 0; i < count; ++i) p[i] = convert(mix(seed + i));
-}
-
-float floatInput(uint64_t h, ternRedOp_t op) {
-  if (op == ternProd) return 0.75f + static_cast<float>(h & 1023) / 2048.0f;
-  return static_cast<float>(static_cast<int>(h & 4095) - 2048) / 128.0f + static_cast<float>((h >> 12) & 7) * 1e-3f;
-}
-
-// Elements [first, first + count) of rank r's input.
-void fillInput(void* buf, size_t count, size_t first, int r, ternDataType_t dt, ternRedOp_t op) {
-  uint64_t seed = (static_cast<uint64_t>(r) << 40 ^ static_cast<uint64_t>(dt) << 56) + first;
-  auto f = [op](uint64_t h) { return floatInput(h, op); };
-  switch (dt) {
-    case ternInt8:
-    case ternUint8:
-      fillWith<uint8_t>(buf, count, seed, [](uint64_t h) { return static_cast<uint8_t>(h); });
-      break;
-    case ternInt32:
-    case ternUint32:
-      fillWith<uint32_t>(buf, count, seed, [](uint64_t h) { return static_cast<uint32_t>(h); });
-      break;
-    case ternInt64:
-    case ternUint64:
-      fillWith<uint64_t>(buf, count, seed, [](uint64_t h) { return h; });
-      break;
-    case ternFloat16:
-      fillWith<uint16_t>(buf, count, seed, [&](uint64_t h) { return floatToHalf(f(h)); });
-      break;
-    case ternBfloat16:
-      fillWith<uint16_t>(buf, count, seed, [&](uint64_t h) { return floatToBfloat16(f(h)); });
-      break;
-    case ternFloat32:
-      fillWith<float>(buf, count, seed, f);
-      break;
-    case ternFloat64:
-      fillWith<double>(buf, count, seed, [&](uint64_t h) { return f(h) + 1e-9 * (h >> 60); });
-      break;
-    default:
-      break;
-  }
-}
-
 struct Case {
   Coll coll;
   ternDataType_t dt;
@@ -98,46 +56,108 @@ struct Case {
   size_t count;
   bool inPlace;
   bool registered;
+  bool exact = true;  // exact inputs (any order gives the same result), else rounding ones (floating types)
 
   std::string name() const {
     return std::string(collName(coll)) + " " + dataTypeName(dt) + " " + redOpName(op) + " count " +
-           std::to_string(count) + (inPlace ? " in-place" : " out-of-place") + (registered ? " registered" : "");
+           std::to_string(count) + (inPlace ? " in-place" : " out-of-place") + (registered ? " registered" : "") +
+           (exact ? " exact inputs" : " rounding inputs");
   }
 };
 
-std::vector<char> rankInput(int r, size_t elems, ternDataType_t dt, ternRedOp_t op) {
-  std::vector<char> b(elems * dataTypeSize(dt));
-  fillInput(b.data(), elems, 0, r, dt, op);
+// Element i of rank r's input for c, as a double the datatype holds exactly.
+double inputValue(const Case& c, int r, size_t i) {
+  const uint64_t h = mix((static_cast<uint64_t>(r) << 40 ^ static_cast<uint64_t>(c.dt) << 56) + i);
+  const bool isSigned = ref::isSigned(c.dt);
+  if (!ref::isFloating(c.dt)) {
+    if (c.op == ternProd) {  // 1, 2, 3 (and -1): products wrap the 8-bit types, and stay exact in the reference
+      static const double kFactors[] = {1, 2, 3, -1};
+      return kFactors[h % (isSigned ? 4 : 3)];
+    }
+    switch (ref::elementSize(c.dt)) {  // arbitrary bits, so sums wrap; 64-bit ones below 2^49 (sums exact in double)
+      case 1:
+        return isSigned ? static_cast<double>(static_cast<int8_t>(h)) : static_cast<double>(static_cast<uint8_t>(h));
+      case 4:
+        return isSigned ? static_cast<double>(static_cast<int32_t>(h)) : static_cast<double>(static_cast<uint32_t>(h));
+      default:
+        return isSigned ? static_cast<double>(static_cast<int64_t>(h >> 15) - (int64_t{1} << 48))
+                        : static_cast<double>(h >> 15);
+    }
+  }
+  if (c.exact) {
+    if (c.op == ternProd) {
+      static const double kFactors[] = {1, -1, 2, 0.5};
+      return kFactors[h % 4];
+    }
+    return static_cast<double>(static_cast<int>(h % 17) - 8);
+  }
+  // Values in [-16, 16) with a fractional part, so sums round; prod inputs near 1 so products neither overflow nor
+  // underflow much.
+  float f = c.op == ternProd ? 0.75f + static_cast<float>(h & 1023) / 2048.0f
+                             : static_cast<float>(static_cast<int>(h & 4095) - 2048) / 128.0f +
+                                   static_cast<float>((h >> 12) & 7) * 1e-3f;
+  if (c.dt == ternFloat64) return static_cast<double>(f) + 1e-9 * static_cast<double>(h >> 60);
+  char one[8];  // rounded to the datatype (fp16/bf16 by the reference's conversion)
+  ref::store(one, 0, c.dt, f);
+  return ref::load(one, 0, c.dt);
+}
+
+// Elements [first, first + count) of rank r's input.
+void fillInput(const Case& c, void* buf, size_t count, size_t first, int r) {
+  for (size_t i = 0; i < count; ++i) ref::store(buf, i, c.dt, inputValue(c, r, first + i));
+}
+
+// a op b for a floating datatype, rounded the way one reduction step of tern is documented to round.
+double combineRounded(ternDataType_t dt, ternRedOp_t op, double a, double b) {
+  if (op == ternMax) return b > a ? b : a;  // the inputs hold no NaN and no -0
+  if (op == ternMin) return b < a ? b : a;
+  if (dt == ternFloat64) return op == ternProd ? a * b : a + b;
+  const auto x = static_cast<float>(a), y = static_cast<float>(b);
+  const float r = op == ternProd ? x * y : x + y;
+  char one[8];
+  ref::store(one, 0, dt, r);
+  return ref::load(one, 0, dt);
+}
+
+// The rounding inputs' reference: rank 0's element, combined with rank 1's, ..., each step rounded; avg divides
+// the folded sum once (in fp32 for fp16/bf16/fp32).
+double foldInRankOrder(const Case& c, int n, size_t i) {
+  double acc = inputValue(c, 0, i);
+  for (int r = 1; r < n; ++r) acc = combineRounded(c.dt, c.op, acc, inputValue(c, r, i));
+  if (c.op != ternAvg) return acc;
+  if (c.dt == ternFloat64) return acc / n;
+  return static_cast<float>(acc) / static_cast<float>(n);
+}
+
+std::vector<char> rankInput(const Case& c, int r, size_t elems) {
+  std::vector<char> b(elems * ref::elementSize(c.dt));
+  fillInput(c, b.data(), elems, 0, r);
   return b;
 }
 
 // Elements [first, first + count) of the reference output of c on n ranks, into dst. For reduce-scatter it is the
-// fold of the whole inputs (rank r checks block r of it); for allgather, the concatenated inputs. Reductions fold the
-// ranks' inputs in rank order with the scalar kernel.
+// reduction of the whole inputs (rank r checks block r of it); for allgather, the concatenated inputs.
 void referencePart(const Case& c, int n, size_t first, size_t count, char* dst) {
-  const size_t e = dataTypeSize(c.dt);
   switch (c.coll) {
     case Coll::kAllReduce:
     case Coll::kReduce:
-    case Coll::kReduceScatter: {
-      std::vector<char> in(count * e);
-      for (int r = 0; r < n; ++r) {
-        fillInput(r == 0 ? dst : in.data(), count, first, r, c.dt, c.op);
-        if (r > 0) reduceScalar(dst, dst, in.data(), count, c.dt, c.op);
+    case Coll::kReduceScatter:
+      if (c.exact) {
+        const std::vector<char> part =
+            ref::reduceBuffer(n, count, first, c.dt, c.op, [&](int r, size_t i) { return inputValue(c, r, i); });
+        if (!part.empty()) std::memcpy(dst, part.data(), part.size());
+      } else {
+        for (size_t i = 0; i < count; ++i) ref::store(dst, i, c.dt, foldInRankOrder(c, n, first + i));
       }
-      if (c.op == ternAvg && count > 0) finalizeAverage(dst, count, c.dt, n);
       break;
-    }
     case Coll::kAllGather:
-      for (size_t i = first; i < first + count;) {  // element i of the output is element i % count of rank i / count
-        int r = static_cast<int>(i / c.count);
-        size_t k = std::min(first + count, (r + 1) * c.count) - i;
-        fillInput(dst + (i - first) * e, k, i - r * c.count, r, c.dt, c.op);
-        i += k;
+      for (size_t i = 0; i < count; ++i) {  // element j of the output is element j % count of rank j / count
+        const size_t j = first + i;
+        ref::store(dst, i, c.dt, inputValue(c, static_cast<int>(j / c.count), j % c.count));
       }
       break;
     case Coll::kBroadcast:
-      fillInput(dst, count, first, n - 1, c.dt, c.op);
+      fillInput(c, dst, count, first, n - 1);
       break;
   }
 }
@@ -170,11 +190,11 @@ struct Buffer {
 
 // Runs c on every rank (comm of n ranks, this is rank r) and checks this rank's output against the reference.
 void runCase(const Case& c, ternComm_t comm, int r, int n, std::vector<char>* expected) {
-  const size_t e = dataTypeSize(c.dt);
+  const size_t e = ref::elementSize(c.dt);
   const int root = n - 1;  // not 0, to catch "root 0" assumptions
   size_t inElems = c.coll == Coll::kReduceScatter ? c.count * n : c.count;
   size_t outElems = c.coll == Coll::kAllGather ? c.count * n : c.count;
-  std::vector<char> in = rankInput(r, inElems, c.dt, c.op);
+  std::vector<char> in = rankInput(c, r, inElems);
   Buffer inBuf(inElems * e, c.registered), outBuf(outElems * e, c.registered);
   ternResult_t res = ternSuccess;
   char* result = outBuf.p;
@@ -281,16 +301,22 @@ std::vector<Case> cases(int n, ZeroCopyMode mode) {
       }
     }
     for (auto [dt, op] : combos) {
-      for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}}) {
-        for (bool inPlace : {false, true}) {
-          for (bool registered : kinds) out.push_back({coll, dt, op, count, inPlace, registered});
+      // Rounding inputs only where they make a difference: floating-point reductions.
+      const std::vector<bool> inputKinds =
+          reduces(coll) && ref::isFloating(dt) ? std::vector<bool>{true, false} : std::vector<bool>{true};
+      for (bool exact : inputKinds) {
+        for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}}) {
+          for (bool inPlace : {false, true}) {
+            for (bool registered : kinds) out.push_back({coll, dt, op, count, inPlace, registered, exact});
+          }
         }
       }
     }
     // The pipelined path at 2^20 + 3 elements. Buffer kinds only matter in the registered-mapping mode (threads
     // read each other's ordinary buffers in the zero-copy mode, and nothing is read in place in the staged one), so
     // each mode runs one kind. Every allreduce op on float32 (and avg on int32, fp16 sum: the 2-byte kernels) up
-    // to 3 ranks; beyond, where every case costs more, sum and avg.
+    // to 3 ranks; beyond, where every case costs more, sum and avg. Floating-point reductions take rounding inputs
+    // here (the rank order matters most on the pipelined path), int32 avg exact ones.
     std::vector<std::pair<ternDataType_t, ternRedOp_t>> bigCombos = {{ternFloat32, ternSum}};
     if (coll == Coll::kAllReduce) {
       bigCombos.emplace_back(ternFloat32, ternAvg);
@@ -305,7 +331,7 @@ std::vector<Case> cases(int n, ZeroCopyMode mode) {
       for (bool inPlace : {false, true}) {
         // Reduce-scatter and allgather move n times the count per rank: at 8 ranks, one placement each.
         if (n >= 8 && (coll == Coll::kReduceScatter || coll == Coll::kAllGather) && inPlace != registered) continue;
-        out.push_back({coll, dt, op, big, inPlace, registered});
+        out.push_back({coll, dt, op, big, inPlace, registered, !(reduces(coll) && ref::isFloating(dt))});
       }
     }
   }
