@@ -247,7 +247,7 @@ class RankRunner {
     // -Z: the collective runs through the compressed API with one compressor (error-feedback state) for the size,
     // so it always compresses (TERN_COMPRESS alone leaves the choice to the cost model, which declines on shared
     // memory, and covers allreduce only).
-    const bool compressed = compressedForm(op);
+    const bool compressed = compressedForm(op) && l.callCount > 0;  // a compressor holds at least one element
     ternCompressor_t timedCompressor = compressed ? newCompressor(l) : nullptr;
     auto runOnce = [&] {
       return compressed ? runCompressed(send, recv, l.callCount, op, timedCompressor)
