@@ -1,19 +1,16 @@
-// Multi-process checks, run one process per rank under tools/tern-run (or any launcher): every collective over the
-// real TCP transport, async overlap of two outstanding operations, Split, and the failure drills used by
-// kill_test.sh, and whether TERN_COMPRESS compresses where the cost model says it pays. Prints one line per check and
-// exits non-zero on the first failure.
-#include <signal.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <cmath>
+// Multi-process checks, run one process per rank under tools/tern-run (or any launcher): the collectives matrix over
+// whatever transport the job uses (TCP, UCX, ibverbs, shared memory + TCP on the simulated cluster), async overlap
+// of two outstanding operations, Split, the failure drill used by kill_test.sh, and whether TERN_COMPRESS compresses
+// where the cost model says it pays. Prints one line per check and exits non-zero on the first failure.
+//
+// The collectives matrix is tests/mp/collectives_matrix.hpp's (its header says what it checks); at 2^20+3 elements
+// it runs the subset that `--large` names (default: every datatype once per collective).
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "mp/collectives_matrix.hpp"
 #include "mp/rank_check.hpp"
 #include "tern/tern.h"
 
@@ -22,68 +19,10 @@ namespace {
 using rank_check::nranks;
 using rank_check::rank;
 
-float value(int r, size_t i) { return static_cast<float>((r * 7 + i * 13) % 11) - 5.0f; }
-
-void checkCollectives(ternComm_t comm) {
-  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, size_t{(1u << 20) + 3}}) {
-    for (bool inPlace : {false, true}) {
-      // allreduce
-      std::vector<float> in(count), out(count);
-      for (size_t i = 0; i < count; ++i) in[i] = value(rank, i);
-      float* o = inPlace ? in.data() : out.data();
-      OK(ternAllReduce(in.data(), o, count, ternFloat32, ternSum, comm), comm);
-      for (size_t i = 0; i < count; ++i) {
-        float want = 0;
-        for (int r = 0; r < nranks; ++r) want += value(r, i);
-        CHECK(o[i] == want, "allreduce count %zu i %zu got %g want %g", count, i, o[i], want);
-      }
-      // allgather
-      std::vector<float> all(count * nranks);
-      for (size_t i = 0; i < count; ++i) all[rank * count + i] = value(rank, i);
-      std::vector<float> mine(all.begin() + rank * count, all.begin() + (rank + 1) * count);
-      OK(ternAllGather(inPlace ? all.data() + rank * count : mine.data(), all.data(), count, ternFloat32, comm), comm);
-      for (int r = 0; r < nranks; ++r) {
-        for (size_t i = 0; i < count; i += 97) CHECK(all[r * count + i] == value(r, i), "allgather");
-      }
-      // reduce-scatter (max)
-      std::vector<float> rsIn(count * nranks), rsOut(count);
-      for (size_t i = 0; i < rsIn.size(); ++i) rsIn[i] = value(rank, i);
-      float* rsDst = inPlace ? rsIn.data() + rank * count : rsOut.data();
-      OK(ternReduceScatter(rsIn.data(), rsDst, count, ternFloat32, ternMax, comm), comm);
-      for (size_t i = 0; i < count; i += 31) {
-        float want = -1e9f;
-        for (int r = 0; r < nranks; ++r) want = std::max(want, value(r, rank * count + i));
-        CHECK(rsDst[i] == want, "reducescatter");
-      }
-      // broadcast from the last rank
-      int root = nranks - 1;
-      std::vector<float> b(count);
-      if (rank == root) {
-        for (size_t i = 0; i < count; ++i) b[i] = value(root, i);
-      }
-      OK(ternBroadcast(b.data(), b.data(), count, ternFloat32, root, comm), comm);
-      for (size_t i = 0; i < count; i += 17) CHECK(b[i] == value(root, i), "broadcast");
-      // reduce (int32 prod would overflow: use min) to rank 0
-      std::vector<int32_t> ri(count), ro(count);
-      for (size_t i = 0; i < count; ++i) ri[i] = static_cast<int32_t>(value(rank, i));
-      OK(ternReduce(ri.data(), ro.data(), count, ternInt32, ternMin, 0, comm), comm);
-      if (rank == 0) {
-        for (size_t i = 0; i < count; i += 13) {
-          int32_t want = 1 << 30;
-          for (int r = 0; r < nranks; ++r) want = std::min(want, static_cast<int32_t>(value(r, i)));
-          CHECK(ro[i] == want, "reduce");
-        }
-      }
-      // alltoall
-      std::vector<float> a2a(count * nranks), a2aOut(count * nranks);
-      for (size_t i = 0; i < a2a.size(); ++i) a2a[i] = value(rank, i);
-      float* a2aDst = inPlace ? a2a.data() : a2aOut.data();
-      OK(ternAlltoAll(a2a.data(), a2aDst, count, ternFloat32, comm), comm);
-      for (int r = 0; r < nranks; ++r) {
-        for (size_t i = 0; i < count; i += 19) CHECK(a2aDst[r * count + i] == value(r, rank * count + i), "alltoall");
-      }
-    }
-  }
+void checkCollectives(ternComm_t comm, collectives_matrix::LargeCount large) {
+  collectives_matrix::Options options;
+  options.large = large;
+  collectives_matrix::run(comm, options);
   OK(ternBarrier(comm), comm);
   std::printf("rank %d: collectives OK\n", rank);
 }
@@ -99,7 +38,9 @@ void checkAsyncOverlap(ternComm_t comm) {
   for (int i = 0; i < 100000; ++i) busy = busy + i;
   OK(ternWait(rb), comm);
   OK(ternWait(ra), comm);
-  CHECK(a[count - 1] == nranks && b[0] == 2.0f * nranks, "async results");
+  for (size_t i = 0; i < count; ++i) {
+    CHECK(a[i] == nranks && b[i] == 2.0f * nranks, "async results, element %zu: %g and %g", i, a[i], b[i]);
+  }
   std::printf("rank %d: async overlap OK\n", rank);
 }
 
@@ -134,8 +75,28 @@ int checkDefaultCompression(ternComm_t comm, const std::string& expect) {
 
 }  // namespace
 
+//   tern_mp_check [all|collectives|async|split] [--large full|subset|lean|none]
+//   tern_mp_check kill VICTIM STAMP_FILE          (kill_test.sh)
+//   tern_mp_check default-compress exact|compressed
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "all";
+  using collectives_matrix::LargeCount;
+  LargeCount large = LargeCount::kSubset;
+  if (mode != "kill" && mode != "default-compress") {
+    for (int i = 2; i < argc; ++i) {
+      const std::string arg = argv[i], value = i + 1 < argc ? argv[i + 1] : "";
+      if (arg == "--large" && (value == "full" || value == "subset" || value == "lean" || value == "none")) {
+        large = value == "full"     ? LargeCount::kFull
+                : value == "subset" ? LargeCount::kSubset
+                : value == "lean"   ? LargeCount::kLean
+                                    : LargeCount::kNone;
+        ++i;
+      } else {
+        std::fprintf(stderr, "usage: %s [all|collectives|async|split] [--large full|subset|lean|none]\n", argv[0]);
+        return 2;
+      }
+    }
+  }
   ternComm_t comm = rank_check::initFromEnv();
   if (mode == "kill") {
     return rank_check::killDrill(comm, std::atoi(argv[2]), argv[3], 100000, [](int) { return size_t{8} << 20; });
@@ -145,7 +106,7 @@ int main(int argc, char** argv) {
     ternCommDestroy(comm);
     return rc;
   }
-  if (mode == "all" || mode == "collectives") checkCollectives(comm);
+  if (mode == "all" || mode == "collectives") checkCollectives(comm, large);
   if (mode == "all" || mode == "async") checkAsyncOverlap(comm);
   if (mode == "all" || mode == "split") checkSplit(comm);
   ternCommDestroy(comm);
