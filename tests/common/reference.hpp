@@ -183,10 +183,29 @@ inline double load(const void* buf, size_t i, ternDataType_t t) {
   }
 }
 
+// x modulo 2^bits of integer datatype t, as the signed or unsigned value of that width (64-bit types as they are:
+// the checks keep them below 2^53, where a double holds them exactly).
+inline int64_t wrapToType(int64_t x, ternDataType_t t) {
+  const auto u = static_cast<uint64_t>(x);
+  switch (t) {
+    case ternInt8:
+      return static_cast<int8_t>(static_cast<uint8_t>(u));
+    case ternUint8:
+      return static_cast<uint8_t>(u);
+    case ternInt32:
+      return static_cast<int32_t>(static_cast<uint32_t>(u));
+    case ternUint32:
+      return static_cast<uint32_t>(u);
+    default:
+      return x;
+  }
+}
+
 // The value a reduction over n ranks must leave, given each rank's element (already in datatype t) in rank order.
 // Floating point: exact in double for the small-integer inputs the checks use, rounded once; avg divides in fp32
-// for fp16/bf16/fp32 (as the library documents) and in fp64 for fp64. Integers: 64-bit arithmetic that wraps the
-// same way the datatype does; avg truncates toward zero.
+// for fp16/bf16/fp32 (as the library documents) and in fp64 for fp64; max/min order -0 below +0. Integers: 64-bit
+// arithmetic modulo 2^64, wrapped to the datatype's width, so 8- and 32-bit results are exact for any inputs; avg
+// truncates toward zero.
 inline double reduceValues(const double* values, int n, ternDataType_t t, ternRedOp_t op) {
   if (isFloating(t)) {
     double acc = values[0];
@@ -196,11 +215,11 @@ inline double reduceValues(const double* values, int n, ternDataType_t t, ternRe
         case ternProd:
           acc *= v;
           break;
-        case ternMax:
-          acc = v > acc ? v : acc;
+        case ternMax:  // IEEE 754-2019 maximum: -0 < +0, as the library documents
+          acc = (v > acc || (v == acc && !std::signbit(v))) ? v : acc;
           break;
         case ternMin:
-          acc = v < acc ? v : acc;
+          acc = (v < acc || (v == acc && std::signbit(v))) ? v : acc;
           break;
         default:
           acc += v;
@@ -234,14 +253,9 @@ inline double reduceValues(const double* values, int n, ternDataType_t t, ternRe
         break;
     }
   }
-  if (op == ternAvg) {
-    // The sum wraps in the datatype first, then divides (as the library's integer average does).
-    std::vector<char> tmp(8);
-    store(tmp.data(), 0, t, static_cast<double>(acc));
-    const double wrappedSum = load(tmp.data(), 0, t);
-    return static_cast<double>(asInt(wrappedSum) / n);
-  }
-  return static_cast<double>(acc);
+  const int64_t wrapped = wrapToType(acc, t);
+  // avg: the sum wraps in the datatype first, then divides, truncating (as the library's integer average does).
+  return static_cast<double>(op == ternAvg ? wrapped / n : wrapped);
 }
 
 // count elements of datatype t, element i being value(i) rounded to t.
