@@ -12,9 +12,10 @@
 // compare a hash of the output across ranks (an allreduce of max over the hash and its complement): every rank
 // holds the same bits.
 //
-// Counts of 2^20 and more: the full product (every dtype x op x in/out of place: 400 large calls) is too slow with
-// several processes sharing a few cores, since each large call moves, and each rank checks, millions of elements.
-// There a chosen subset runs instead, which keeps the size's purpose, the pipelined chunking and its odd tail:
+// Counts of 2^20 and more (Options::largeFrom): the full product (every dtype x op x in/out of place: 400 large calls)
+// is too slow with several processes sharing a few cores, since each large call moves, and each rank checks, millions
+// of elements. There a chosen subset runs instead, which keeps the size's purpose, the pipelined chunking and its odd
+// tail:
 //   LargeCount::kSubset: each collective takes every datatype once, in place on every other one, the reducing ones
 //                        cycling the op (offset per collective) so that each op runs both in and out of place;
 //   LargeCount::kLean:   the same over float32, int8, float16, float64, bfloat16: every element size, and every op
@@ -47,13 +48,13 @@ inline constexpr ternDataType_t kTypes[] = {ternInt8,   ternUint8,   ternInt32, 
 inline constexpr ternRedOp_t kOps[] = {ternSum, ternProd, ternMax, ternMin, ternAvg};
 // The types of LargeCount::kLean: every element size, and (five of them) every op once per reducing collective.
 inline constexpr ternDataType_t kLeanTypes[] = {ternFloat32, ternInt8, ternFloat16, ternFloat64, ternBfloat16};
-inline constexpr size_t kLargeFrom = size_t{1} << 20;  // counts from here on follow Options::large
 
 enum class LargeCount { kFull, kSubset, kLean, kNone };
 
 struct Options {
   std::vector<size_t> counts = {0, 1, 7, 1023, (size_t{1} << 20) + 3};
-  LargeCount large = LargeCount::kSubset;
+  LargeCount large = LargeCount::kSubset;  // what the counts from largeFrom on run
+  size_t largeFrom = size_t{1} << 20;
   bool registered = false;  // buffers from ternMemAlloc instead of the heap
 };
 
@@ -165,9 +166,18 @@ inline uint64_t pickInput(const Combo& c, int r, size_t i) {
 // nobody wrote cannot look right.
 inline void fillNoise(char* p, size_t bytes, uint64_t seed) {
   uint64_t x = mix(seed) | 1;  // xorshift never leaves 0
-  for (size_t i = 0; i < bytes; i += 8) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift64: noise, cheaply
-    std::memcpy(p + i, &x, std::min<size_t>(8, bytes - i));
+  const auto next = [&x] {     // xorshift64: noise, cheaply
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return x;
+  };
+  size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    const uint64_t word = next();
+    std::memcpy(p + i, &word, 8);
+  }
+  if (i < bytes) {
+    const uint64_t word = next();
+    std::memcpy(p + i, &word, bytes - i);
   }
 }
 
@@ -408,7 +418,7 @@ inline const char* largeName(LargeCount large) {
   }
 }
 
-// The matrix of one collective: the full product below kLargeFrom, and from there what o.large says. Prints how
+// The matrix of one collective: the full product below o.largeFrom, and from there what o.large says. Prints how
 // many combinations passed.
 template <typename Run>
 void runMatrix(ternComm_t comm, const char* name, bool reduces, bool hasInPlace, int opOffset, const Options& o,
@@ -420,11 +430,11 @@ void runMatrix(ternComm_t comm, const char* name, bool reduces, bool hasInPlace,
     call = mix(call);
     run(comm, Combo{t, op, count, inPlace, call, o.registered});
     ++passed;
-    if (count >= kLargeFrom) ++largePassed;
+    if (count >= o.largeFrom) ++largePassed;
   };
   std::string smallCounts, largeCounts;
   for (size_t count : o.counts) {
-    const bool isLarge = count >= kLargeFrom;
+    const bool isLarge = count >= o.largeFrom;
     (isLarge ? largeCounts : smallCounts) += " " + std::to_string(count);
     if (isLarge && o.large == LargeCount::kNone) continue;
     if (isLarge && (o.large == LargeCount::kSubset || o.large == LargeCount::kLean)) {

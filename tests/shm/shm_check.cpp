@@ -1,8 +1,15 @@
 // Multi-process checks of the shared-memory path, one process per rank under tools/tern-run (or started directly
-// by kill_test.sh): every direct collective on ordinary and registered (ternMemAlloc) buffers, in and out of place,
-// checked on every rank against a reference computed locally; point-to-point messages of every size class (ring,
-// multi-slot, cross-memory-attach rendezvous); and the SIGKILL drill. Prints one line per check, exits non-zero on
-// the first failure.
+// by kill_test.sh). Prints one line per check, exits non-zero on the first failure.
+//   - The collectives matrix (tests/mp/collectives_matrix.hpp: every collective, datatype and op, every element
+//     against tests/common/reference.hpp, identical bits on every rank), on ordinary and on registered
+//     (ternMemAlloc) buffers, over counts that cross the shared-memory algorithms' boundaries: 0, 1, 7, 1023, 5000
+//     (one-phase small area or staged, by rank count), 70000 (staged pipeline, several chunks) and 2^20+3 (CMA for
+//     ordinary buffers, the one-pass mapped allreduce for registered ones). From 70000 on, `--large` chooses the
+//     subset (default: every datatype once per collective), for the reasons that header gives.
+//   - Reused large buffers (the huge-page advisor at work under the CMA paths) and registered buffers past the
+//     streaming-store threshold, on inexact float data checked against a rank-order fold (see fvalue).
+//   - Point-to-point messages of every size class (ring, multi-slot, cross-memory-attach rendezvous), every byte.
+//   - The SIGKILL drill (kill_test.sh).
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "mp/collectives_matrix.hpp"
 #include "mp/rank_check.hpp"
 #include "tern/tern.h"
 #include "tern/tern_ext.h"
@@ -25,34 +33,13 @@ namespace {
 using rank_check::nranks;
 using rank_check::rank;
 
-// Rank r's input element i: not exact in float (sums round), so only rank-order reduction matches the reference.
-float fvalue(int r, size_t i) { return static_cast<float>((r * 7919 + i * 104729) % 4099) / 64.0f - 31.3f; }
-int32_t ivalue(int r, size_t i) { return static_cast<int32_t>((r * 2654435761u) ^ (i * 40503u)); }
+using collectives_matrix::Buffer;
 
-// A buffer from ternMemAlloc or the heap.
-struct Buffer {
-  char* p = nullptr;
-  bool registered;
-  Buffer(size_t bytes, bool reg) : registered(reg) {
-    bytes = std::max<size_t>(bytes, 64);
-    if (reg) {
-      void* v = nullptr;
-      CHECK(ternMemAlloc(&v, bytes) == ternSuccess, "ternMemAlloc");
-      p = static_cast<char*>(v);
-    } else {
-      p = static_cast<char*>(std::malloc(bytes));
-    }
-  }
-  ~Buffer() {
-    if (registered) {
-      ternMemFree(p);
-    } else {
-      std::free(p);
-    }
-  }
-  float* f() { return reinterpret_cast<float*>(p); }
-  int32_t* i() { return reinterpret_cast<int32_t*>(p); }
-};
+// Rank r's input element i: not exact in float (sums round), so only a rank-order fold matches, which is what the
+// shared-memory algorithms promise (each element reduced by one rank, in rank order: pipelined_allreduce.cpp,
+// mapped_allreduce.cpp, cma_allreduce.cpp) and, on such data, more than tests/common/reference.hpp's single
+// rounding can state. The matrix checks every dtype and op on exact data.
+float fvalue(int r, size_t i) { return static_cast<float>((r * 7919 + i * 104729) % 4099) / 64.0f - 31.3f; }
 
 // got[i] must be the rank-order float sum of every rank's fvalue(rank + shift, i), bit for bit.
 void checkFloatSum(const float* got, size_t count, int shift, const std::string& what) {
@@ -111,73 +98,25 @@ void checkReusedLargeBuffers(ternComm_t comm) {
 // stores out of place and ordinary ones in place; both must be exact.
 void checkLargeRegistered(ternComm_t comm) {
   const size_t count = (size_t{5} << 20) + 3;  // 20 MiB of float32
-  Buffer in(count * 4, true), out(count * 4, true);
+  Buffer inBuffer(count * 4, true), outBuffer(count * 4, true);
+  float* in = reinterpret_cast<float*>(inBuffer.data());
+  float* out = reinterpret_cast<float*>(outBuffer.data());
   for (bool inPlace : {false, true}) {
-    float* dst = inPlace ? in.f() : out.f();
-    for (size_t i = 0; i < count; ++i) in.f()[i] = fvalue(rank, i);
-    OK(ternAllReduce(in.p, dst, count, ternFloat32, ternSum, comm), comm);
+    float* dst = inPlace ? in : out;
+    for (size_t i = 0; i < count; ++i) in[i] = fvalue(rank, i);
+    OK(ternAllReduce(in, dst, count, ternFloat32, ternSum, comm), comm);
     checkFloatSum(dst, count, 0, std::string("large registered allreduce ") + (inPlace ? "in place" : "out of place"));
   }
 }
 
-void checkCollectives(ternComm_t comm) {
-  const size_t counts[] = {0, 1, 7, 1023, 5000, 70000, (size_t{1} << 20) + 3};
-  for (bool reg : {false, true}) {
-    for (size_t count : counts) {
-      for (bool inPlace : {false, true}) {
-        // allreduce, float sum: the rank-order fold.
-        {
-          Buffer in(count * 4, reg), out(count * 4, reg);
-          float* dst = inPlace ? in.f() : out.f();
-          for (size_t i = 0; i < count; ++i) in.f()[i] = fvalue(rank, i);
-          OK(ternAllReduce(in.p, dst, count, ternFloat32, ternSum, comm), comm);
-          checkFloatSum(dst, count, 0, "allreduce count " + std::to_string(count));
-        }
-        // reduce-scatter, int32 max.
-        {
-          Buffer in(count * nranks * 4, reg), out(count * 4, reg);
-          for (size_t i = 0; i < count * nranks; ++i) in.i()[i] = ivalue(rank, i);
-          int32_t* dst = inPlace ? in.i() + rank * count : out.i();
-          OK(ternReduceScatter(in.p, dst, count, ternInt32, ternMax, comm), comm);
-          for (size_t i = 0; i < count; ++i) {
-            int32_t want = ivalue(0, rank * count + i);
-            for (int r = 1; r < nranks; ++r) want = std::max(want, ivalue(r, rank * count + i));
-            CHECK(dst[i] == want, "reducescatter count %zu i %zu", count, i);
-          }
-        }
-        // allgather.
-        {
-          Buffer in(count * 4, reg), out(count * nranks * 4, reg);
-          float* src = inPlace ? out.f() + rank * count : in.f();
-          for (size_t i = 0; i < count; ++i) src[i] = fvalue(rank, i);
-          OK(ternAllGather(src, out.p, count, ternFloat32, comm), comm);
-          for (int r = 0; r < nranks; ++r) {
-            for (size_t i = 0; i < count; ++i) CHECK(out.f()[r * count + i] == fvalue(r, i), "allgather %zu", count);
-          }
-        }
-        // broadcast from the last rank, reduce (float avg) to rank 1 % n.
-        {
-          int root = nranks - 1;
-          Buffer in(count * 4, reg), out(count * 4, reg);
-          float* dst = inPlace ? in.f() : out.f();
-          for (size_t i = 0; i < count; ++i) in.f()[i] = fvalue(rank, i);
-          OK(ternBroadcast(in.p, dst, count, ternFloat32, root, comm), comm);
-          for (size_t i = 0; i < count; ++i) CHECK(dst[i] == fvalue(root, i), "broadcast %zu", count);
-          root = 1 % nranks;
-          for (size_t i = 0; i < count; ++i) in.f()[i] = fvalue(rank, i);
-          dst = inPlace && rank == root ? in.f() : out.f();
-          OK(ternReduce(in.p, rank == root ? dst : nullptr, count, ternFloat32, ternAvg, root, comm), comm);
-          if (rank == root) {
-            for (size_t i = 0; i < count; ++i) {
-              float want = fvalue(0, i);
-              for (int r = 1; r < nranks; ++r) want += fvalue(r, i);
-              want /= static_cast<float>(nranks);
-              CHECK(std::memcmp(&dst[i], &want, 4) == 0, "reduce avg count %zu i %zu", count, i);
-            }
-          }
-        }
-      }
-    }
+void checkCollectives(ternComm_t comm, collectives_matrix::LargeCount large) {
+  for (bool registered : {false, true}) {
+    collectives_matrix::Options options;
+    options.counts = {0, 1, 7, 1023, 5000, 70000, (size_t{1} << 20) + 3};
+    options.large = large;
+    options.largeFrom = 65536;
+    options.registered = registered;
+    collectives_matrix::run(comm, options);
   }
   checkReusedLargeBuffers(comm);
   checkLargeRegistered(comm);
@@ -185,27 +124,34 @@ void checkCollectives(ternComm_t comm) {
   std::printf("rank %d: collectives OK (transport %s)\n", rank, ternCommTransportName(comm));
 }
 
-// Every rank sends messages of every size class to the next rank and receives from the previous one.
+// Every rank sends messages of every size class to the next rank and receives from the previous one; every byte
+// is checked (noise, so no shift of a message's bytes can pass).
 void checkPointToPoint(ternComm_t comm) {
   const size_t sizes[] = {0, 1, 32704, 32705, 300000, 4u << 20, (9u << 20) + 5};
-  int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+  const size_t messages = sizeof(sizes) / sizeof(sizes[0]);
+  const int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+  const auto seedOf = [](int r, size_t m) { return static_cast<uint64_t>(r) * 1000 + m; };
   for (bool reg : {false, true}) {
-    std::vector<Buffer*> sends, recvs;
+    std::vector<Buffer> sends, recvs;
     OK(ternGroupStart(), comm);
-    for (size_t m = 0; m < sizeof(sizes) / sizeof(sizes[0]); ++m) {
-      sends.push_back(new Buffer(sizes[m], reg));
-      recvs.push_back(new Buffer(sizes[m], reg));
-      for (size_t i = 0; i < sizes[m]; ++i) sends[m]->p[i] = static_cast<char>(rank * 31 + m * 7 + i);
-      ternSend(sends[m]->p, sizes[m], ternUint8, next, comm);
-      ternRecv(recvs[m]->p, sizes[m], ternUint8, prev, comm);
+    for (size_t m = 0; m < messages; ++m) {
+      sends.emplace_back(sizes[m], reg);
+      recvs.emplace_back(sizes[m], reg);
+      collectives_matrix::fillNoise(sends[m].data(), sizes[m], seedOf(rank, m));
+      collectives_matrix::fillNoise(recvs[m].data(), sizes[m], ~seedOf(rank, m));
+    }
+    for (size_t m = 0; m < messages; ++m) {
+      OK(ternSend(sends[m].data(), sizes[m], ternUint8, next, comm), comm);
+      OK(ternRecv(recvs[m].data(), sizes[m], ternUint8, prev, comm), comm);
     }
     OK(ternGroupEnd(), comm);
-    for (size_t m = 0; m < sends.size(); ++m) {
+    for (size_t m = 0; m < messages; ++m) {
+      std::vector<char> want(sizes[m] + 1);
+      collectives_matrix::fillNoise(want.data(), sizes[m], seedOf(prev, m));
       for (size_t i = 0; i < sizes[m]; ++i) {
-        CHECK(recvs[m]->p[i] == static_cast<char>(prev * 31 + m * 7 + i), "message %zu byte %zu", m, i);
+        CHECK(recvs[m].data()[i] == want[i], "message %zu (%zu bytes%s) byte %zu", m, sizes[m],
+              reg ? ", ternMemAlloc" : "", i);
       }
-      delete sends[m];
-      delete recvs[m];
     }
   }
   std::printf("rank %d: point-to-point OK\n", rank);
@@ -213,8 +159,27 @@ void checkPointToPoint(ternComm_t comm) {
 
 }  // namespace
 
+//   tern_shm_check [all|collectives|p2p] [--large full|subset|lean|none]
+//   tern_shm_check kill VICTIM STAMP_FILE          (kill_test.sh)
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "all";
+  using collectives_matrix::LargeCount;
+  LargeCount large = LargeCount::kSubset;
+  if (mode != "kill") {
+    for (int i = 2; i < argc; ++i) {
+      const std::string arg = argv[i], value = i + 1 < argc ? argv[i + 1] : "";
+      if (arg == "--large" && (value == "full" || value == "subset" || value == "lean" || value == "none")) {
+        large = value == "full"     ? LargeCount::kFull
+                : value == "subset" ? LargeCount::kSubset
+                : value == "lean"   ? LargeCount::kLean
+                                    : LargeCount::kNone;
+        ++i;
+      } else {
+        std::fprintf(stderr, "usage: %s [all|collectives|p2p] [--large full|subset|lean|none]\n", argv[0]);
+        return 2;
+      }
+    }
+  }
   ternComm_t comm = rank_check::initFromEnv();
   CHECK(std::string(ternCommTransportName(comm)) == "shm+tcp", "transport is %s, not shm+tcp",
         ternCommTransportName(comm));
@@ -223,7 +188,7 @@ int main(int argc, char** argv) {
     return rank_check::killDrill(comm, std::atoi(argv[2]), argv[3], 1000000,
                                  [](int i) { return i % 2 ? size_t{8} << 20 : size_t{16}; });
   }
-  if (mode == "all" || mode == "collectives") checkCollectives(comm);
+  if (mode == "all" || mode == "collectives") checkCollectives(comm, large);
   if (mode == "all" || mode == "p2p") checkPointToPoint(comm);
   ternCommDestroy(comm);
   return 0;
