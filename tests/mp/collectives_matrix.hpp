@@ -51,6 +51,23 @@ inline constexpr ternDataType_t kLeanTypes[] = {ternFloat32, ternInt8, ternFloat
 
 enum class LargeCount { kFull, kSubset, kLean, kNone };
 
+// The "--large full|subset|lean|none" options of argv[first..]: false (after printing usage) on anything else.
+inline bool parseLargeOption(int argc, char** argv, int first, const char* modes, LargeCount* large) {
+  for (int i = first; i < argc; ++i) {
+    const std::string arg = argv[i], value = i + 1 < argc ? argv[i + 1] : "";
+    if (arg != "--large" || (value != "full" && value != "subset" && value != "lean" && value != "none")) {
+      std::fprintf(stderr, "usage: %s [%s] [--large full|subset|lean|none]\n", argv[0], modes);
+      return false;
+    }
+    *large = value == "full"     ? LargeCount::kFull
+             : value == "subset" ? LargeCount::kSubset
+             : value == "lean"   ? LargeCount::kLean
+                                 : LargeCount::kNone;
+    ++i;
+  }
+  return true;
+}
+
 struct Options {
   std::vector<size_t> counts = {0, 1, 7, 1023, (size_t{1} << 20) + 3};
   LargeCount large = LargeCount::kSubset;  // what the counts from largeFrom on run

@@ -165,20 +165,8 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "all";
   using collectives_matrix::LargeCount;
   LargeCount large = LargeCount::kSubset;
-  if (mode != "kill") {
-    for (int i = 2; i < argc; ++i) {
-      const std::string arg = argv[i], value = i + 1 < argc ? argv[i + 1] : "";
-      if (arg == "--large" && (value == "full" || value == "subset" || value == "lean" || value == "none")) {
-        large = value == "full"     ? LargeCount::kFull
-                : value == "subset" ? LargeCount::kSubset
-                : value == "lean"   ? LargeCount::kLean
-                                    : LargeCount::kNone;
-        ++i;
-      } else {
-        std::fprintf(stderr, "usage: %s [all|collectives|p2p] [--large full|subset|lean|none]\n", argv[0]);
-        return 2;
-      }
-    }
+  if (mode != "kill" && !collectives_matrix::parseLargeOption(argc, argv, 2, "all|collectives|p2p", &large)) {
+    return 2;
   }
   ternComm_t comm = rank_check::initFromEnv();
   CHECK(std::string(ternCommTransportName(comm)) == "shm+tcp", "transport is %s, not shm+tcp",
