@@ -131,17 +131,21 @@ TEST(CompressedAllReducePieces, SeveralPiecesMatchTheCodecApiComposedByHand) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Codecs, CompressedAllReduce,
-                         ::testing::Combine(::testing::Values("sign", "sign:rms", "qsgd:4", "qsgd:8", "fp16", "bf16",
-                                                              "topk:0.01", "topk:0.05:exact"),
-                                            ::testing::Range(1, 9)),
-                         [](const auto& info) {
-                           std::string s = std::get<0>(info.param);
-                           for (auto& ch : s) {
-                             if (ch == ':' || ch == '.') ch = '_';
-                           }
-                           return s + "_n" + std::to_string(std::get<1>(info.param));
-                         });
+// Every codec spec on 1..8 ranks, named "spec_nN" (':' and '.' spelled '_').
+auto everyCodecOnEveryRankCount() {
+  return ::testing::Combine(
+      ::testing::Values("sign", "sign:rms", "qsgd:4", "qsgd:8", "fp16", "bf16", "topk:0.01", "topk:0.05:exact"),
+      ::testing::Range(1, 9));
+}
+std::string codecParamName(const ::testing::TestParamInfo<std::tuple<std::string, int>>& info) {
+  std::string s = std::get<0>(info.param);
+  for (auto& ch : s) {
+    if (ch == ':' || ch == '.') ch = '_';
+  }
+  return s + "_n" + std::to_string(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Codecs, CompressedAllReduce, everyCodecOnEveryRankCount(), codecParamName);
 
 namespace cc = compressed_check;
 
@@ -284,17 +288,7 @@ TEST_P(CompressedBound, ReduceScatterIsWithinTheCodecBoundOfTheTrueResult) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Codecs, CompressedBound,
-                         ::testing::Combine(::testing::Values("sign", "sign:rms", "qsgd:4", "qsgd:8", "fp16", "bf16",
-                                                              "topk:0.01", "topk:0.05:exact"),
-                                            ::testing::Range(1, 9)),
-                         [](const auto& info) {
-                           std::string s = std::get<0>(info.param);
-                           for (auto& ch : s) {
-                             if (ch == ':' || ch == '.') ch = '_';
-                           }
-                           return s + "_n" + std::to_string(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Codecs, CompressedBound, everyCodecOnEveryRankCount(), codecParamName);
 
 // The fp16/bf16 and QSGD bounds hold for any data, not only the check data: gradient-like values with three
 // decimals (not representable in fp16/bf16, so every stage rounds).
