@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <bit>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <thread>
 #include <vector>
 
+#include "common/reference.hpp"
 #include "core/unique_id.hpp"
 #include "kernels/reduce.hpp"
 #include "rank_threads.hpp"
@@ -295,6 +298,46 @@ TEST(Api, ConvertRoundsLikeTheCoreAndRefusesOtherTypes) {
   EXPECT_EQ(ternConvert(&x, ternInt32, back.data(), ternFloat32, 1), ternInvalidArgument);
   EXPECT_EQ(ternConvert(nullptr, ternFloat32, back.data(), ternFloat16, 1), ternInvalidArgument);
   EXPECT_EQ(ternConvert(nullptr, ternFloat32, nullptr, ternFloat16, 0), ternSuccess);
+}
+
+// ternConvert against the independent reference's rounding (tests/common/reference.hpp), over a sweep of float bit
+// patterns that crosses every exponent (normals, subnormals, overflow to infinity, NaNs) and over every 16-bit
+// pattern back to float.
+TEST(Api, ConvertMatchesTheIndependentReferenceEverywhere) {
+  std::vector<float> in;
+  for (uint64_t bits = 0; bits <= 0xffffffffull; bits += 4099) in.push_back(std::bit_cast<float>(uint32_t(bits)));
+  std::vector<uint16_t> half(in.size()), bf(in.size());
+  ASSERT_EQ(ternConvert(in.data(), ternFloat32, half.data(), ternFloat16, in.size()), ternSuccess);
+  ASSERT_EQ(ternConvert(in.data(), ternFloat32, bf.data(), ternBfloat16, in.size()), ternSuccess);
+  size_t wrong = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (std::isnan(in[i])) {  // any quiet NaN will do; the payload is the library's to choose
+      wrong += (half[i] & 0x7c00u) != 0x7c00u || (half[i] & 0x3ffu) == 0;
+      wrong += (bf[i] & 0x7f80u) != 0x7f80u || (bf[i] & 0x7fu) == 0;
+      continue;
+    }
+    wrong += half[i] != ref::floatToHalf(in[i]);
+    wrong += bf[i] != ref::floatToBf16(in[i]);
+  }
+  EXPECT_EQ(wrong, 0u) << "of " << in.size() << " floats";
+  std::vector<uint16_t> all(65536);
+  for (size_t h = 0; h < all.size(); ++h) all[h] = static_cast<uint16_t>(h);
+  std::vector<float> fromHalf(all.size()), fromBf(all.size());
+  ASSERT_EQ(ternConvert(all.data(), ternFloat16, fromHalf.data(), ternFloat32, all.size()), ternSuccess);
+  ASSERT_EQ(ternConvert(all.data(), ternBfloat16, fromBf.data(), ternFloat32, all.size()), ternSuccess);
+  for (size_t h = 0; h < all.size(); ++h) {
+    const float wantHalf = ref::halfToFloat(all[h]), wantBf = ref::bf16ToFloat(all[h]);
+    if (std::isnan(wantHalf)) {
+      EXPECT_TRUE(std::isnan(fromHalf[h])) << h;
+    } else {
+      EXPECT_EQ(std::bit_cast<uint32_t>(fromHalf[h]), std::bit_cast<uint32_t>(wantHalf)) << h;
+    }
+    if (std::isnan(wantBf)) {
+      EXPECT_TRUE(std::isnan(fromBf[h])) << h;
+    } else {
+      EXPECT_EQ(std::bit_cast<uint32_t>(fromBf[h]), std::bit_cast<uint32_t>(wantBf)) << h;
+    }
+  }
 }
 
 TEST(Api, QueryCompressedAlgorithmNamesTheCompressedScheduleAndPricesIt) {
