@@ -14,6 +14,8 @@ for f in tern-run all_reduce_perf; do
 done
 # shellcheck source-path=SCRIPTDIR source=../../tests/cluster/netns_cluster.sh
 source "$PERF_ROOT/tests/cluster/netns_cluster.sh"
+# shellcheck source-path=SCRIPTDIR source=../compare/common.sh
+source "$PERF_ROOT/perf/compare/common.sh"
 export TNC_TERN_RUN=$BIN/tern-run
 export TERN_TIMEOUT=${TERN_TIMEOUT:-120}
 # Real-time priority for the ranks (tnc_launch --rt): on a shared machine other processes' time slices otherwise
@@ -94,16 +96,9 @@ sample_stat() {
 }
 # sample_spread KEY FORMAT_FN : "min..max" of KEY's samples through a formatter (fmt_ms, fmt_bw, ...).
 sample_spread() { echo "$("$2" "$(sample_stat "$1" min)")..$("$2" "$(sample_stat "$1" max)")"; }
-# rotate K WORD... : the words rotated left by K (which configuration runs first changes from round to round).
-rotate() {
-  local k=$1
-  shift
-  local n=$# i j
-  for ((i = 0; i < n; i++)); do
-    j=$(((i + k) % n + 1))
-    printf '%s\n' "${!j}"
-  done
-}
+# rotate K WORD... : the words rotated left by K (which configuration runs first changes from round to round);
+# the compare scripts' cmp_order.
+rotate() { cmp_order "$@"; }
 
 fmt_bw() { awk -v x="$1" 'BEGIN { printf "%.4f", x }'; }
 fmt_ms() { awk -v us="$1" 'BEGIN { printf "%.1f", us / 1000 }'; }
