@@ -1,10 +1,13 @@
-// Runs shared by the DDP and ZeRO tests: the single-process reference and a DDP run of the tiny MLP.
+// Runs shared by the DDP and ZeRO tests: the single-process references and a DDP run of the tiny MLP. The
+// references never call the library: their optimizer is reference_optimizer.hpp's, written out from the formulas
+// ternOptimizerKind_t documents, and the gradients of several slices are averaged here in double.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "reference_optimizer.hpp"
 #include "tern/train.h"
 #include "tiny_mlp.hpp"
 
@@ -38,11 +41,40 @@ inline LayerAccess access(
 // One process, full batch: what distributed runs must reproduce.
 inline Params reference(const TinyData& d, int steps, size_t batch, const ternOptimizerConfig_t& oc) {
   Params p = kModel.init(7), g = p;
-  std::vector<Optimizer> opts;
-  for (auto& t : p) opts.emplace_back(oc, t.size());
+  std::vector<ReferenceOptimizer> opts;
+  for (auto& t : p) opts.emplace_back(oc, t);
   for (int s = 0; s < steps; ++s) {
     kModel.step(d, s * batch, batch, access(p, g));
-    for (size_t t = 0; t < p.size(); ++t) opts[t].step(p[t].data(), g[t].data());
+    for (size_t t = 0; t < p.size(); ++t) {
+      opts[t].step(std::vector<double>(g[t].begin(), g[t].end()));
+      opts[t].store(p[t]);
+    }
+  }
+  return p;
+}
+
+// One process, each step's batch as n consecutive slices of batch/n samples (rank r's slice is the r-th): every
+// slice's gradient (of its mean loss) comes from the same model code the ranks run, and the n are summed in double
+// in rank order and divided by n: the global-batch mean gradient, where the ranks' float32 all-reduce rounds it.
+inline Params slicedReference(const TinyData& d, int steps, size_t batch, int n, const ternOptimizerConfig_t& oc) {
+  Params p = kModel.init(7), g = p;
+  std::vector<ReferenceOptimizer> opts;
+  for (auto& t : p) opts.emplace_back(oc, t);
+  const size_t slice = batch / n;
+  for (int s = 0; s < steps; ++s) {
+    std::vector<std::vector<double>> sum(p.size());
+    for (size_t t = 0; t < p.size(); ++t) sum[t].assign(p[t].size(), 0.0);
+    for (int r = 0; r < n; ++r) {
+      kModel.step(d, s * batch + r * slice, slice, access(p, g));
+      for (size_t t = 0; t < p.size(); ++t) {
+        for (size_t i = 0; i < p[t].size(); ++i) sum[t][i] += g[t][i];
+      }
+    }
+    for (size_t t = 0; t < p.size(); ++t) {
+      for (double& v : sum[t]) v /= n;
+      opts[t].step(sum[t]);
+      opts[t].store(p[t]);
+    }
   }
   return p;
 }
