@@ -1,6 +1,7 @@
 // The ibverbs transport (src/transport/ibverbs) end to end, ranks as threads of one process over loopback TCP for
-// setup and the RDMA port TERN_IB_HCA selects for data: the shared transport conformance checks. Needs an RDMA
-// device: ctest runs it through rdma_or_skip.sh, which skips (exit 77) where ibv_devices lists none.
+// setup and the RDMA port TERN_IB_HCA selects for data: the shared transport conformance checks (their ability to
+// fail is shown over UCX, tests/ucx/ucx_transport_test.cpp). Needs an RDMA device: ctest runs it through
+// rdma_or_skip.sh, which skips (exit 77) where ibv_devices lists none.
 #include "transport/ibverbs/ibverbs_transport.hpp"
 
 #include <gtest/gtest.h>
@@ -20,7 +21,11 @@ TEST(IbverbsTransport, FifoMatchingOfEqualSizes) { conformance::fifoMatchingOfEq
 TEST(IbverbsTransport, SizeMismatchIsAnError) { conformance::sizeMismatchIsAnError(makeIbverbs); }
 TEST(IbverbsTransport, ProgressSleepsWhileWaiting) { conformance::progressSleepsWhileWaiting(makeIbverbs); }
 TEST(IbverbsTransport, AbortFromAnotherThreadWakesAndPropagates) { conformance::abortFromAnotherThread(makeIbverbs); }
+TEST(IbverbsTransport, ProgressReturnsWhenItsWaitIsOver) { conformance::progressReturnsWhenItsWaitIsOver(makeIbverbs); }
 TEST(IbverbsTransport, VanishedPeerIsAnError) { conformance::vanishedPeerIsAnError(makeIbverbs); }
+TEST(IbverbsTransport, SetupTimesOutWhenAPeerNeverConnects) {
+  conformance::setupTimesOutWhenAPeerNeverConnects(makeIbverbs);
+}
 
 }  // namespace
 }  // namespace tern
