@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 namespace tern {
@@ -40,6 +41,11 @@ struct FakeRegistrar {
         });
   }
   const Region& region(RegistrationCache::Handle h) { return live.at(reinterpret_cast<uintptr_t>(h)); }
+  // Whether the registration behind a lease, as this registrar recorded it, covers [addr, addr + bytes).
+  bool covers(const RegistrationCache::Lease& l, uintptr_t addr, size_t bytes) {
+    auto it = live.find(reinterpret_cast<uintptr_t>(l.handle));
+    return it != live.end() && it->second.base <= addr && addr + bytes <= it->second.base + it->second.bytes;
+  }
 };
 
 // Fake addresses: the cache never dereferences them.
@@ -56,12 +62,14 @@ TEST(RegistrationCache, RegistersPageAlignedAndHitsCoveredRanges) {
   cache->release(a);
   auto b = cache->acquire(at(0x100000 + kPage), kPage);  // inside the first registration
   EXPECT_EQ(b.handle, a.handle);
+  EXPECT_TRUE(r.covers(b, 0x100000 + kPage, kPage));
   cache->release(b);
   EXPECT_EQ(r.registrations, 1);
   EXPECT_EQ(cache->stats().hits, 1u);
   EXPECT_EQ(cache->stats().misses, 1u);
   auto c = cache->acquire(at(0x100000 + 3 * kPage), 2 * kPage);  // runs past the end: a new registration
   EXPECT_NE(c.handle, a.handle);
+  EXPECT_TRUE(r.covers(c, 0x100000 + 3 * kPage, 2 * kPage));
   cache->release(c);
   EXPECT_EQ(r.registrations, 2);
   cache.reset();
@@ -165,6 +173,57 @@ TEST(RegistrationCache, SharedEntryCountsUsers) {
   cache->release(c);
   cache->release(b);
   EXPECT_EQ(r.registrations, 2);
+}
+
+// Random overlapping requests, some held while others come, and random invalidations, through a small cache:
+// every lease covers what was asked for (as the registrar recorded it, page-aligned), no lease is a registration
+// that an invalidation touched (tracked here from the registrar's own records), the bounds hold, and nothing leaks.
+TEST(RegistrationCache, EveryLeaseCoversItsRequest) {
+  FakeRegistrar r;
+  const size_t kCapacity = 16 * kPage;
+  auto cache = r.makeCache(kCapacity, 6);
+  uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  std::vector<RegistrationCache::Lease> held;
+  std::set<uintptr_t> stale;  // handles of registrations an invalidation overlapped
+  for (int i = 0; i < 2000; ++i) {
+    if (i % 50 == 49) {
+      uintptr_t addr = 0x1000000 + next() % (64 * kPage);
+      size_t bytes = 1 + next() % (2 * kPage);
+      for (const auto& [handle, region] : r.live) {
+        if (region.base < addr + bytes && addr < region.base + region.bytes) stale.insert(handle);
+      }
+      cache->invalidate(at(addr), bytes);
+    }
+    uintptr_t addr = 0x1000000 + next() % (64 * kPage);
+    size_t bytes = 1 + next() % (5 * kPage);
+    auto l = cache->acquire(at(addr), bytes);
+    ASSERT_TRUE(r.covers(l, addr, bytes)) << "request " << i << ": " << bytes << " bytes at 0x" << std::hex << addr;
+    EXPECT_EQ(stale.count(reinterpret_cast<uintptr_t>(l.handle)), 0u) << "request " << i << " got a stale registration";
+    const auto& reg = r.region(l.handle);
+    EXPECT_EQ(reg.base % kPage, 0u);
+    EXPECT_EQ(reg.bytes % kPage, 0u);
+    held.push_back(l);
+    if (held.size() > 3 || next() % 2 == 0) {
+      size_t k = next() % held.size();
+      cache->release(held[k]);
+      held.erase(held.begin() + static_cast<ptrdiff_t>(k));
+    }
+    EXPECT_LE(cache->entries(), 6);
+  }
+  for (auto& l : held) cache->release(l);
+  EXPECT_LE(cache->registeredBytes(), kCapacity);
+  auto st = cache->stats();
+  EXPECT_EQ(st.hits + st.misses, 2000u) << "every acquire is a hit or a miss (uncached ones are misses too)";
+  EXPECT_GT(st.hits, 0u);
+  EXPECT_GT(st.evictions, 0u);
+  EXPECT_GT(st.invalidations, 0u);
+  cache.reset();
+  EXPECT_TRUE(r.live.empty()) << r.live.size() << " registration(s) never deregistered";
+  EXPECT_EQ(r.registrations, r.deregistrations);
 }
 
 TEST(RegistrationCache, FailedRegistrationFreesItsReservation) {
