@@ -67,8 +67,8 @@ TEST(HcaSpec, ToleratesSpacesAndRoundTrips) {
 }
 
 TEST(HcaSpec, MalformedSpecsAreErrors) {
-  for (const char* bad :
-       {"mlx5_0:", "mlx5_0:x", "mlx5_0:0", "mlx5_0:256", ",mlx5_0", "mlx5_0,,mlx5_1", "^", "=", ":1"}) {
+  for (const char* bad : {"mlx5_0:", "mlx5_0:x", "mlx5_0:0", "mlx5_0:256", ",mlx5_0", "mlx5_0,,mlx5_1", "^", "=", ":1",
+                          "^=", "mlx5_0:1x", "mlx5_0:-1", "mlx5_0,", "mlx5_0, ", "=mlx5_0:1,:2"}) {
     try {
       HcaSpec::parse(bad);
       ADD_FAILURE() << "'" << bad << "' was accepted";
@@ -79,12 +79,26 @@ TEST(HcaSpec, MalformedSpecsAreErrors) {
   }
 }
 
+TEST(HcaSpec, PortRangeEdgesAreAccepted) {
+  HcaSpec s = HcaSpec::parse("a:1,b:255");
+  ASSERT_EQ(s.entries.size(), 2u);
+  EXPECT_EQ(s.entries[0].name, "a");
+  EXPECT_EQ(s.entries[0].port, 1);
+  EXPECT_EQ(s.entries[1].name, "b");
+  EXPECT_EQ(s.entries[1].port, 255);
+  EXPECT_FALSE(s.exclude);
+  EXPECT_FALSE(s.exact);
+  EXPECT_TRUE(HcaSpec::parse("   ").entries.empty()) << "blank means every port, like unset";
+}
+
 TEST(HcaSpec, PortForRankSpreadsRanks) {
   auto selected = selectPorts(HcaSpec::parse("=mlx5_0"), fabric());
   ASSERT_EQ(selected.size(), 2u);
   EXPECT_EQ(portForRank(selected, 0).port, 1);
   EXPECT_EQ(portForRank(selected, 1).port, 2);
   EXPECT_EQ(portForRank(selected, 2).port, 1);
+  EXPECT_EQ(portForRank(selected, 7).port, 2);
+  EXPECT_EQ(portForRank(selected, 7).device, "mlx5_0");
   EXPECT_THROW(portForRank({}, 0), Error);
 }
 
