@@ -12,12 +12,9 @@ int main(int argc, char** argv) {
                       [](const void* s, void* r, size_t c, ternDataType_t t, ternRedOp_t, int, ternComm_t comm) {
                         return ternAlltoAll(s, r, c, t, comm);
                       },
-                      // Element j of my send buffer goes to rank j / per; encode the source rank and position.
-                      [](size_t j, int rank, int, size_t, ternRedOp_t, int) { return patternValue(rank, j, ternSum); },
-                      [](size_t j, int rank, int, size_t per, ternRedOp_t, int, double* out) {
-                        int src = static_cast<int>(j / per);
-                        *out = patternValue(src, static_cast<size_t>(rank) * per + j % per, ternSum);
-                        return true;
+                      // Block s of my receive buffer is block `rank` of rank s's send buffer.
+                      [](size_t j, int rank, int, size_t per, int) {
+                        return Expected::copied(static_cast<int>(j / per), static_cast<size_t>(rank) * per + j % per);
                       }};
   return runPerf(spec, argc, argv);
 }

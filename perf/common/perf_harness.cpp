@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "../compare/driver_common.hpp"  // the time column, as the baseline drivers print it
+#include "common/reference.hpp"          // tests/common: the independent reference of the -c 1 check
 #include "compressed_bounds.hpp"
 #include "host_buffer.hpp"
 #include "tern/tern_ext.h"
-#include "typed_value.hpp"
 
 namespace tern::perf {
 
@@ -39,8 +39,6 @@ using Clock = std::chrono::steady_clock;
     ternResult_t r_ = (call);                    \
     if (r_ != ternSuccess) die(#call, r_, comm); \
   } while (0)
-
-bool isFloat(ternDataType_t t) { return t == ternFloat16 || t == ternFloat32 || t == ternFloat64 || t == ternBfloat16; }
 
 // A benchmark buffer: ordinary heap memory allocated as the baseline drivers allocate theirs (host_buffer.hpp), or (-R)
 // ternMemAlloc memory that same-host peers map, so the intra-node collectives read it in place instead of staging it
@@ -89,6 +87,204 @@ struct Measured {
   long long wrong = 0;
 };
 
+// ---- The uncompressed check (-c 1) of one call ----
+//
+// Inputs: rank r's send element k is input(r, k), an integer from a hash of (r, k) that the datatype and a double
+// hold exactly, in a range chosen per op (see the constructor) so that the result does not depend on the order in
+// which the library combines the ranks.
+//
+// Expected bits: tests/common/reference.hpp, which shares no code with the library (its own fp16/bf16
+// round-to-nearest-even, reductions in double / 64-bit integers in rank order, rounded once to the datatype).
+// Every element is compared bit for bit, float avg included. The bound for avg is |sum error| / n plus the
+// difference between the library's and the reference's division roundings. On this data the sum's error is 0:
+// every partial sum, of any subset of ranks in any order, is an integer within the datatype's exact range, so no
+// accumulator (the datatype itself or fp32/fp64) rounds it. Both then divide that exact sum once, in fp32 (fp64
+// for double), and round once to nearest even into the datatype (tern.h documents avg so): the same correctly
+// rounded operation, so the bound is 0.
+//
+// Coverage: the whole receive buffer plus kGuardElems past its end and, out of place, the whole send buffer plus
+// its guard. Elements the collective must write start as the bitwise complement of their expected bits, so a
+// skipped element cannot pass; elements it must leave alone (past the output, reduce's receive buffer off the
+// root, reduce-scatter's tail, sendrecv's other half, the send buffer) start as kSentinel or, in place, as this
+// rank's own input, and must still hold exactly that.
+class UncompressedCheck {
+ public:
+  static constexpr size_t kGuardElems = 16;  // the buffers are allocated this much longer
+  static constexpr unsigned char kSentinel = 0xa5;
+
+  UncompressedCheck(const CollectiveSpec& spec, ternDataType_t t, ternRedOp_t op, int nranks, int rank, int root,
+                    const Layout& l, bool inPlace)
+      : spec_(spec), t_(t), op_(op), n_(nranks), rank_(rank), root_(root), l_(l), inPlace_(inPlace), e_(typeSize(t)) {
+    const bool reduces = spec.hasOp;
+    const double limit = exactIntegerLimit(t);
+    // 8- and 32-bit integer sums and products wrap in the datatype, which the reference computes exactly for any
+    // inputs, so these use the full range (wrapping included); 64-bit integers and floats keep every partial
+    // result inside the exact range.
+    const bool wraps = !ref::isFloating(t) && ref::elementSize(t) <= 4;
+    // Factors up to 3 from the first `threes` ranks (3^threes <= limit), +-1 from the others: every partial
+    // product is exact.
+    int threes = 0;
+    for (double p = 3; p <= limit; p *= 3) ++threes;
+    for (int r = 0; r < n_; ++r) {
+      double m = limit;  // nothing accumulates: movement, max, min
+      if (reduces && !wraps && op == ternProd) m = r < threes ? 3 : 1;
+      if (reduces && !wraps && (op == ternSum || op == ternAvg)) m = std::floor(limit / n_);  // |sum| <= limit
+      range_.push_back(static_cast<uint64_t>(m));
+    }
+    // Signed zeros for float max/min: the library orders -0 below +0 (reference.hpp), which equal-comparing code
+    // would not.
+    signedZeros_ = reduces && ref::isFloating(t) && (op == ternMax || op == ternMin);
+    noZeros_ = reduces && op == ternProd;  // a zero factor would hide the others
+    values_.resize(static_cast<size_t>(n_));
+  }
+
+  // Rank `rank`'s send element k: an integer in [-m, m] ([0, m] unsigned), m = range_[rank].
+  double input(int rank, size_t k) const {
+    uint64_t h = mix(k * static_cast<uint64_t>(n_) + static_cast<uint64_t>(rank));
+    if (signedZeros_ && (h & 7) == 0) return (h & 8) ? -0.0 : 0.0;
+    const uint64_t m = range_[static_cast<size_t>(rank)];
+    double v = ref::isSigned(t_) ? static_cast<double>(below(h, 2 * m + 1)) - static_cast<double>(m)
+                                 : static_cast<double>(below(h, m + 1));
+    if (v == 0 && noZeros_) v = 1;
+    return v;
+  }
+
+  void storeInputs(void* dst) const {
+    for (size_t k = 0; k < l_.sendElems; ++k) ref::store(dst, k, t_, input(rank_, k));
+  }
+
+  void prepare(void* send, void* recv) {
+    char* r = static_cast<char*>(recv);
+    for (size_t j = 0; j < l_.recvElems + kGuardElems; ++j) {
+      const Expected want = expectation(j);
+      if (want.kind != Expected::kUnchanged && !holdsInput(j)) {
+        expectedBits(j, want, r + j * e_);
+        for (size_t b = 0; b < e_; ++b) r[j * e_ + b] = static_cast<char>(~r[j * e_ + b]);
+      } else {
+        initialBits(j, r + j * e_);
+      }
+    }
+    if (!inPlace_) {
+      storeInputs(send);
+      std::memset(static_cast<char*>(send) + l_.sendElems * e_, kSentinel, kGuardElems * e_);
+    }
+  }
+
+  long long countWrong(const void* send, const void* recv) {
+    const char* r = static_cast<const char*>(recv);
+    char want[8];
+    long long wrong = 0;
+    for (size_t j = 0; j < l_.recvElems + kGuardElems; ++j) {
+      expectedBits(j, expectation(j), want);
+      if (!sameBits(want, r + j * e_)) ++wrong;
+    }
+    if (!inPlace_) {  // the send buffer is const: every element and the guard past it as they were
+      const char* s = static_cast<const char*>(send);
+      for (size_t k = 0; k < l_.sendElems + kGuardElems; ++k) {
+        if (k < l_.sendElems) {
+          ref::store(want, 0, t_, input(rank_, k));
+        } else {
+          std::memset(want, kSentinel, e_);
+        }
+        if (!sameBits(want, s + k * e_)) ++wrong;
+      }
+    }
+    return wrong;
+  }
+
+ private:
+  // The largest L such that every integer in [-L, L] ([0, L] unsigned) is a value of t that a double holds.
+  static double exactIntegerLimit(ternDataType_t t) {
+    switch (t) {
+      case ternInt8:
+        return 127;
+      case ternUint8:
+        return 255;
+      case ternInt32:
+        return 2147483647.0;
+      case ternUint32:
+        return 4294967295.0;
+      case ternFloat16:
+        return 2048;  // 11 significant bits
+      case ternBfloat16:
+        return 256;  // 8 significant bits
+      case ternFloat32:
+        return 16777216.0;
+      default:
+        return 9007199254740992.0;  // 2^53: doubles, and 64-bit integers as reference.hpp reads them
+    }
+  }
+
+  static uint64_t mix(uint64_t x) {  // splitmix64's finalizer
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  }
+
+  // h scaled into [0, bound) (a multiply instead of a 64-bit division: the check runs over every element).
+  static uint64_t below(uint64_t h, uint64_t bound) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(h) * bound) >> 64);
+  }
+
+  bool sameBits(const char* a, const char* b) const {
+    uint64_t x = 0, y = 0;
+    std::memcpy(&x, a, e_);
+    std::memcpy(&y, b, e_);
+    return x == y;
+  }
+
+  Expected expectation(size_t j) const {
+    return j < l_.recvElems ? spec_.expected(j, rank_, n_, l_.callCount, root_) : Expected::unchanged();
+  }
+
+  // In place, receive elements [offset, offset + sendElems) are this rank's send data.
+  bool holdsInput(size_t j) const {
+    return inPlace_ && j >= l_.inPlaceSendOffset && j - l_.inPlaceSendOffset < l_.sendElems;
+  }
+
+  // The bits receive element j must hold after the call, into out (one element).
+  void expectedBits(size_t j, const Expected& want, char* out) {
+    switch (want.kind) {
+      case Expected::kCopied:
+        ref::store(out, 0, t_, input(want.source, want.index));
+        return;
+      case Expected::kReduced: {
+        char one[8];
+        for (int r = 0; r < n_; ++r) {  // each rank's element as its buffer holds it
+          ref::store(one, 0, t_, input(r, want.index));
+          values_[static_cast<size_t>(r)] = ref::load(one, 0, t_);
+        }
+        ref::store(out, 0, t_, ref::reduceValues(values_.data(), n_, t_, op_));
+        return;
+      }
+      case Expected::kUnchanged:
+        initialBits(j, out);
+        return;
+    }
+  }
+
+  // What an element the collective must not write holds before the call.
+  void initialBits(size_t j, char* out) const {
+    if (holdsInput(j)) {
+      ref::store(out, 0, t_, input(rank_, j - l_.inPlaceSendOffset));
+    } else {
+      std::memset(out, kSentinel, e_);
+    }
+  }
+
+  const CollectiveSpec& spec_;
+  ternDataType_t t_;
+  ternRedOp_t op_;
+  int n_, rank_, root_;
+  Layout l_;
+  bool inPlace_;
+  size_t e_;
+  std::vector<uint64_t> range_;  // per rank: inputs lie in [-m, m]
+  bool signedZeros_ = false, noZeros_ = false;
+  std::vector<double> values_;  // one element's inputs, in rank order
+};
+
 class RankRunner {
  public:
   RankRunner(const CollectiveSpec& spec, const PerfOptions& o, ternComm_t comm) : spec_(spec), o_(o), comm_(comm) {
@@ -96,26 +292,12 @@ class RankRunner {
     PERF_CHECK(ternCommUserRank(comm, &rank_), comm);
   }
 
-  void fill(void* send, void* recv, const Layout& l, ternRedOp_t op, bool inPlace) {
-    void* dst = inPlace ? static_cast<char*>(recv) + l.inPlaceSendOffset * typeSize(o_.dtype) : send;
-    if (!inPlace && recv != nullptr) std::memset(recv, 0, l.recvElems * typeSize(o_.dtype));
-    for (size_t j = 0; j < l.sendElems; ++j) {
-      storeTyped(dst, j, o_.dtype, spec_.sendValue(j, rank_, n_, l.callCount, op, o_.root));
-    }
-  }
-
-  long long verify(const void* recv, const Layout& l, ternRedOp_t op) {
-    long long wrong = 0;
-    bool tolerant = op == ternAvg && isFloat(o_.dtype);
-    for (size_t j = 0; j < l.recvElems; ++j) {
-      double want;
-      if (!spec_.expectedValue(j, rank_, n_, l.callCount, op, o_.root, &want)) continue;
-      if (op == ternAvg && !isFloat(o_.dtype)) want = std::trunc(want);
-      double got = loadTyped(recv, j, o_.dtype);
-      bool ok = tolerant ? std::fabs(got - want) <= 1e-2 * std::max(1.0, std::fabs(want)) : got == want;
-      if (!ok) ++wrong;
-    }
-    return wrong;
+  // The send data of the timed calls: the check's inputs (the receive buffer zeroed, out of place).
+  void fillForTiming(void* send, void* recv, const Layout& l, ternRedOp_t op, bool inPlace) {
+    const size_t e = typeSize(o_.dtype);
+    if (!inPlace) std::memset(recv, 0, l.recvElems * e);
+    UncompressedCheck check(spec_, o_.dtype, op, n_, rank_, o_.root, l, inPlace);
+    check.storeInputs(inPlace ? static_cast<char*>(recv) + l.inPlaceSendOffset * e : send);
   }
 
   // Whether -Z runs this call compressed: a collective with a compressed form, a float type the codecs take, and
@@ -200,11 +382,11 @@ class RankRunner {
     uint64_t hash = 1469598103934665603ull;
     for (int k = 0; k < calls; ++k) {
       if (k == 0 || inPlace) {  // in place, the previous call overwrote the input
-        for (size_t j = 0; j < inputElems; ++j) storeTyped(in, j, o_.dtype, input(rank_, j));
+        for (size_t j = 0; j < inputElems; ++j) ref::store(in, j, o_.dtype, input(rank_, j));
       }
       PERF_CHECK(runCompressed(send, recv, per, op, c), comm_);
       for (size_t j = 0; j < outputElems; ++j) {
-        const double v = loadTyped(recv, j, o_.dtype);
+        const double v = ref::load(recv, j, o_.dtype);
         mean[j] += v;
         uint64_t bits;
         std::memcpy(&bits, &v, sizeof(bits));
@@ -238,12 +420,13 @@ class RankRunner {
   Measured measure(size_t count, ternRedOp_t op, bool inPlace) {
     Layout l = spec_.layout(count, n_, rank_);
     size_t e = typeSize(o_.dtype);
-    sendBuf_.ensure(l.sendElems * e, o_.registered);
-    recvBuf_.ensure(l.recvElems * e, o_.registered);
+    const size_t guard = UncompressedCheck::kGuardElems;  // the check's guard past each buffer
+    sendBuf_.ensure((l.sendElems + guard) * e, o_.registered);
+    recvBuf_.ensure((l.recvElems + guard) * e, o_.registered);
     void* recv = recvBuf_.get();
     const void* send = inPlace ? static_cast<char*>(recv) + l.inPlaceSendOffset * e : sendBuf_.get();
     Measured m;
-    fill(sendBuf_.get(), recv, l, op, inPlace);
+    fillForTiming(sendBuf_.get(), recv, l, op, inPlace);
     // -Z: the collective runs through the compressed API with one compressor (error-feedback state) for the size,
     // so it always compresses (TERN_COMPRESS alone leaves the choice to the cost model, which declines on shared
     // memory, and covers allreduce only).
@@ -295,9 +478,11 @@ class RankRunner {
       m.wrong =
           static_cast<long long>(combine(static_cast<double>(verifyCompressed(send, recv, l, op, inPlace)), ternSum));
     } else if (o_.check) {
-      fill(sendBuf_.get(), recv, l, op, inPlace);
+      UncompressedCheck check(spec_, o_.dtype, op, n_, rank_, o_.root, l, inPlace);
+      check.prepare(sendBuf_.get(), recv);
       PERF_CHECK(spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_), comm_);
-      m.wrong = static_cast<long long>(combine(static_cast<double>(verify(recv, l, op)), ternSum));
+      const long long mine = check.countWrong(sendBuf_.get(), recv);
+      m.wrong = static_cast<long long>(combine(static_cast<double>(mine), ternSum));
     } else {
       m.wrong = -1;
     }
@@ -356,6 +541,9 @@ class RankRunner {
         f << doc.dump(2) << "\n";
       }
     }
+    // Every rank knows the total; the others wait for rank 0's summary, since a launcher may stop the job as soon
+    // as one rank exits non-zero.
+    PERF_CHECK(ternBarrier(comm_), comm_);
     return totalWrong == 0 ? 0 : 1;
   }
 
@@ -394,6 +582,11 @@ class RankRunner {
                 version % 100, n_, ternCommTransportName(comm_), o_.algo.empty() ? "" : ", algorithm ", o_.algo.c_str(),
                 o_.compress.empty() ? "" : ", compression ", o_.compress.c_str());
     std::printf("#  Rank %2d Group  0 Pid %6d on %10s device  0 [cpu] host memory\n", rank_, getpid(), host);
+    if (o_.check) {
+      std::printf(
+          "#  -c check: #wrong counts elements whose bits differ from the independent reference\n"
+          "#  (tests/common/reference.hpp): every output, the untouched elements around it, the send buffers\n");
+    }
     if (!o_.compress.empty() && o_.check) {
       std::printf(
           "#  -Z check: #wrong counts elements off the true result by more than the codec's bound, on the\n"
@@ -464,33 +657,6 @@ bool launchedByLauncher() {
 }
 
 }  // namespace
-
-double patternValue(int rank, size_t index, ternRedOp_t op) {
-  if (op == ternProd) return ((static_cast<size_t>(rank) + index) % 4 == 0) ? 2.0 : 1.0;
-  return 1.0 + static_cast<double>((static_cast<size_t>(rank) * 7 + index * 13) % 5);
-}
-
-double reduceOverRanks(int nranks, size_t index, ternRedOp_t op) {
-  double acc = patternValue(0, index, op);
-  for (int r = 1; r < nranks; ++r) {
-    double v = patternValue(r, index, op);
-    switch (op) {
-      case ternProd:
-        acc *= v;
-        break;
-      case ternMax:
-        acc = std::max(acc, v);
-        break;
-      case ternMin:
-        acc = std::min(acc, v);
-        break;
-      default:
-        acc += v;
-        break;
-    }
-  }
-  return op == ternAvg ? acc / nranks : acc;
-}
 
 int runPerf(const CollectiveSpec& spec, int argc, char** argv) {
   PerfOptions o = parsePerfOptions(argc, argv, spec.binary, spec.hasOp, spec.hasRoot);

@@ -16,6 +16,24 @@ struct Layout {
   size_t inPlaceSendOffset;  // elements into the receive buffer where the in-place send data lives
 };
 
+// What element j of a rank's receive buffer must hold after the collective (the -c 1 check). Every rank's send
+// element k holds the harness's input value for (rank, k); the harness computes the expected bits from these
+// with the independent reference (tests/common/reference.hpp).
+struct Expected {
+  enum Kind {
+    kReduced,    // the op over every rank's send element `index`, in rank order, rounded once to the datatype
+    kCopied,     // send element `index` of rank `source`, bit for bit
+    kUnchanged,  // what the harness put there before the call: a sentinel, or (in place) this rank's own input
+  };
+  Kind kind = kUnchanged;
+  int source = 0;
+  size_t index = 0;
+
+  static Expected reduced(size_t index) { return {kReduced, 0, index}; }
+  static Expected copied(int source, size_t index) { return {kCopied, source, index}; }
+  static Expected unchanged() { return {}; }
+};
+
 struct CollectiveSpec {
   const char* name;    // as ternQueryAlgorithm knows it ("allreduce"), and in JSON
   const char* binary;  // "all_reduce_perf"
@@ -28,17 +46,10 @@ struct CollectiveSpec {
   size_t (*roundCount)(size_t count, int nranks);
   ternResult_t (*run)(const void* send, void* recv, size_t callCount, ternDataType_t dt, ternRedOp_t op, int root,
                       ternComm_t comm);
-  // Value this rank puts at send[j], and the value expected at recv[j].
-  double (*sendValue)(size_t j, int rank, int nranks, size_t callCount, ternRedOp_t op, int root);
-  // Returns false when recv[j] is not checked on this rank (e.g. reduce on non-root).
-  bool (*expectedValue)(size_t j, int rank, int nranks, size_t callCount, ternRedOp_t op, int root, double* out);
+  // What receive element j (j < Layout::recvElems) must hold on `rank`, as the API documents the collective.
+  Expected (*expected)(size_t j, int rank, int nranks, size_t callCount, int root);
 };
 
 int runPerf(const CollectiveSpec& spec, int argc, char** argv);
-
-// Data pattern helpers shared by the specs: small integers so every datatype (half, bf16, int8) holds every
-// partial result exactly; prod uses 1s and 2s.
-double patternValue(int rank, size_t index, ternRedOp_t op);
-double reduceOverRanks(int nranks, size_t index, ternRedOp_t op);
 
 }  // namespace tern::perf
