@@ -1,0 +1,77 @@
+"""Launches real rank processes for the tern backend's tests: each rank is a fresh Python running a worker script
+under torch.distributed's env:// rendezvous (MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE), as torchrun would start
+it. No mocks: the ranks talk through tern's transports on this machine."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+WORKERS = Path(__file__).resolve().parent / "workers"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RankResult:
+    def __init__(self, rank, returncode, stdout, stderr, seconds):
+        self.rank, self.returncode, self.stdout, self.stderr, self.seconds = rank, returncode, stdout, stderr, seconds
+
+    def report(self):
+        """The JSON object the worker printed last on stdout (its findings)."""
+        for line in reversed(self.stdout.splitlines()):
+            if line.startswith("{"):
+                return json.loads(line)
+        raise AssertionError(f"rank {self.rank} printed no report (exit {self.returncode}):\n{self.stderr[-4000:]}")
+
+
+def run_ranks(world, worker, *args, env=None, timeout=600, kill=None):
+    """Runs tests/python/workers/<worker> on `world` ranks; returns their RankResults in rank order.
+    kill=(rank, seconds): SIGKILLs that rank after that many seconds (fault tests)."""
+    port = free_port()
+    procs = []
+    start = time.monotonic()
+    for rank in range(world):
+        e = dict(os.environ)
+        e.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
+                 LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world), TERN_SOCKET_IFNAME="lo",
+                 PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+        e.update(env or {})
+        procs.append(subprocess.Popen([sys.executable, str(WORKERS / worker), *map(str, args)], env=e,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    if kill is not None:
+        victim, after = kill
+        time.sleep(after)
+        procs[victim].kill()
+    results = []
+    deadline = start + timeout
+    for rank, p in enumerate(procs):
+        try:
+            out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            out, err = p.communicate()
+            err += f"\n[test] rank {rank} killed after the {timeout} s deadline"
+        results.append(RankResult(rank, p.returncode, out, err, time.monotonic() - start))
+    return results
+
+
+def assert_all_ok(results):
+    bad = [r for r in results if r.returncode != 0]
+    if bad:
+        msg = "\n".join(f"--- rank {r.rank} exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}" for r in bad)
+        pytest.fail(f"{len(bad)} rank(s) failed:\n{msg}")
+
+
+@pytest.fixture
+def ranks():
+    return run_ranks
