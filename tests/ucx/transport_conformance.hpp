@@ -21,6 +21,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -140,16 +142,33 @@ inline const char* orderName(PostOrder o) {
   return "?";
 }
 
+// Buffers and transfers a transport may still touch: a transport that failed, or a wait that timed out, leaves
+// transfers posted, and the transport may use them until it is destroyed, after the test body has returned. They
+// are kept until the process exits instead, so that a failing check fails cleanly rather than crashing.
+inline void keepUntilExit(std::shared_ptr<void> p) {
+  static std::mutex mutex;
+  static auto* kept = new std::vector<std::shared_ptr<void>>();  // never destroyed
+  std::lock_guard<std::mutex> lock(mutex);
+  kept->push_back(std::move(p));
+}
+
 // Rank r sends every peer one message of each size in `sizes` and receives as many from each, all in flight at
 // once, then checks every byte. Message m of the exchange carries pattern number firstMessage + m, so a message
 // left over from an earlier exchange is wrong here too.
 inline void exchange(Transport& t, int r, int n, const std::vector<size_t>& sizes, PostOrder order,
                      uint64_t firstMessage) {
   const size_t count = sizes.size();
-  std::vector<std::vector<std::vector<uint8_t>>> sends(n);
-  std::vector<std::vector<RecvBuffer>> recvs(n);
-  // Transfers must not move while posted: sized once.
-  std::vector<std::vector<Transfer>> st(n, std::vector<Transfer>(count)), rt(n, std::vector<Transfer>(count));
+  struct Posted {
+    std::vector<std::vector<std::vector<uint8_t>>> sends;
+    std::vector<std::vector<RecvBuffer>> recvs;
+    std::vector<std::vector<Transfer>> st, rt;  // must not move while posted: sized once
+  };
+  auto posted = std::make_shared<Posted>();
+  auto& [sends, recvs, st, rt] = *posted;
+  sends.resize(n);
+  recvs.resize(n);
+  st.assign(n, std::vector<Transfer>(count));
+  rt.assign(n, std::vector<Transfer>(count));
   for (int p = 0; p < n; ++p) {
     if (p == r) continue;
     recvs[p].reserve(count);
@@ -181,29 +200,35 @@ inline void exchange(Transport& t, int r, int n, const std::vector<size_t>& size
       all.push_back(&rt[s.peer][m]);
     }
   };
-  if (order == PostOrder::kShuffled) {
-    std::mt19937 rng(static_cast<uint32_t>(1000 * r + firstMessage));
-    std::vector<Stream*> open;
-    for (Stream& s : streams) open.push_back(&s);
-    while (!open.empty()) {
-      size_t pick = rng() % open.size();
-      post(*open[pick]);
-      if (open[pick]->next == count) open.erase(open.begin() + static_cast<ptrdiff_t>(pick));
-    }
-  } else {
-    bool sendsFirst = order == PostOrder::kSendsFirst;
-    for (bool send : {sendsFirst, !sendsFirst}) {
-      for (size_t m = 0; m < count; ++m) {
-        for (Stream& s : streams) {
-          if (s.send == send) post(s);
+  bool done = false;
+  try {
+    if (order == PostOrder::kShuffled) {
+      std::mt19937 rng(static_cast<uint32_t>(1000 * r + firstMessage));
+      std::vector<Stream*> open;
+      for (Stream& s : streams) open.push_back(&s);
+      while (!open.empty()) {
+        size_t pick = rng() % open.size();
+        post(*open[pick]);
+        if (open[pick]->next == count) open.erase(open.begin() + static_cast<ptrdiff_t>(pick));
+      }
+    } else {
+      bool sendsFirst = order == PostOrder::kSendsFirst;
+      for (bool send : {sendsFirst, !sendsFirst}) {
+        for (size_t m = 0; m < count; ++m) {
+          for (Stream& s : streams) {
+            if (s.send == send) post(s);
+          }
         }
       }
     }
+    if (count > 0 && n > 1) EXPECT_TRUE(t.hasPending());
+    done = waitAll(t, all);
+  } catch (...) {
+    keepUntilExit(posted);
+    throw;
   }
-  if (count > 0 && n > 1) {
-    ASSERT_TRUE(t.hasPending());
-  }
-  ASSERT_TRUE(waitAll(t, all));
+  if (!done) keepUntilExit(posted);
+  ASSERT_TRUE(done);
   EXPECT_FALSE(t.hasPending());
   for (int p = 0; p < n; ++p) {
     if (p == r) continue;
@@ -256,8 +281,14 @@ inline void fifoMatchingOfEqualSizes(const NetworkFactory& factory) {
 inline void sizeMismatchIsAnError(const NetworkFactory& factory) {
   for (size_t sent : {size_t{0}, size_t{100}, size_t{199}, size_t{201}, size_t{300}, size_t{3000000}}) {
     runNetworkRanks(2, 20000, factory, [&](Transport& t, TcpTransport&, int r) {
-      std::vector<uint8_t> buf(std::max(sent, size_t{200}), 1);
-      Transfer x;
+      struct Posted {
+        std::vector<uint8_t> buf;
+        Transfer x;
+      };
+      auto posted = std::make_shared<Posted>();
+      posted->buf.assign(std::max(sent, size_t{200}), 1);
+      std::vector<uint8_t>& buf = posted->buf;
+      Transfer& x = posted->x;
       if (r == 0) {
         t.postSend(1, buf.data(), sent, &x);
         // The sender may or may not learn of the failure (a send can complete locally); it must not hang.
@@ -265,9 +296,11 @@ inline void sizeMismatchIsAnError(const NetworkFactory& factory) {
           waitAll(t, {&x}, 15000);
         } catch (const Error&) {
         }
+        if (!x.done) keepUntilExit(posted);
         return;
       }
       t.postRecv(0, buf.data(), 200, &x);
+      keepUntilExit(posted);  // the receive fails (or a failure is reported below): the transport may keep it
       try {
         waitAll(t, {&x}, 10000);
         ADD_FAILURE() << "a " << sent << "-byte message was accepted by a 200-byte receive";
@@ -321,7 +354,8 @@ inline void progressReturnsWhenItsWaitIsOver(const NetworkFactory& factory) {
     std::vector<uint8_t> msg = patternMessage(1023, 0, 1, 7);
     Transfer x;
     if (r == 0) {
-      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      auto giveUp = Clock::now() + std::chrono::seconds(20);  // rank 1 failed before it released this one
+      while (!release.load() && Clock::now() < giveUp) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       t.postSend(1, msg.data(), msg.size(), &x);
       waitAll(t, {&x});
       return;
@@ -361,7 +395,7 @@ inline void abortFromAnotherThread(const NetworkFactory& factory) {
     }
     auto t0 = Clock::now();
     try {
-      for (int i = 0; i < 100; ++i) t.progress(10000);
+      while (Clock::now() - t0 < std::chrono::seconds(6)) t.progress(10000);
       ADD_FAILURE() << "rank " << r << ": progress never failed";
     } catch (const Error& e) {
       double s = std::chrono::duration<double>(Clock::now() - t0).count();
