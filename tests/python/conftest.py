@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,20 +36,25 @@ class RankResult:
 
 def run_ranks(world, worker, *args, env=None, timeout=600, kill=None):
     """Runs tests/python/workers/<worker> on `world` ranks; returns their RankResults in rank order.
-    kill=(rank, seconds): SIGKILLs that rank after that many seconds (fault tests)."""
+    kill=(rank, seconds): SIGKILLs that rank that many seconds after every rank has called ready() (fault tests)."""
     port = free_port()
     procs = []
     start = time.monotonic()
+    ready_dir = tempfile.mkdtemp(prefix="tern-ready-")
     for rank in range(world):
         e = dict(os.environ)
         e.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
                  LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world), TERN_SOCKET_IFNAME="lo",
-                 PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+                 PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", TERN_TEST_READY_DIR=ready_dir)
         e.update(env or {})
         procs.append(subprocess.Popen([sys.executable, str(WORKERS / worker), *map(str, args)], env=e,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     if kill is not None:
         victim, after = kill
+        while len(os.listdir(ready_dir)) < world and time.monotonic() < start + timeout:
+            if any(p.poll() is not None for p in procs):
+                break
+            time.sleep(0.1)
         time.sleep(after)
         procs[victim].kill()
     results = []
@@ -70,6 +76,13 @@ def assert_all_ok(results):
     if bad:
         msg = "\n".join(f"--- rank {r.rank} exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}" for r in bad)
         pytest.fail(f"{len(bad)} rank(s) failed:\n{msg}")
+
+
+def ready():
+    """Called by a worker once its process group is up (what run_ranks(kill=...) waits for)."""
+    d = os.environ.get("TERN_TEST_READY_DIR")
+    if d:
+        Path(d, os.environ["RANK"]).touch()
 
 
 @pytest.fixture

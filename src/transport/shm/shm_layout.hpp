@@ -95,13 +95,14 @@ struct SegmentHeader {
   uint64_t probeIno;
 };
 
-// The flag of a one-phase (small) call, by call parity, with the call's arguments key and, for inputs of up to
-// kInlineBytes, the input itself: a tiny collective then costs each peer a single cache-line transfer.
-constexpr size_t kInlineBytes = kLine - 16;
+// The flag of a one-phase (small) call, by call parity, with the call's arguments key and count and, for inputs
+// of up to kInlineBytes, the input itself: a tiny collective then costs each peer a single cache-line transfer.
+constexpr size_t kInlineBytes = kLine - 24;
 struct alignas(kLine) SmallLine {
   std::atomic<uint32_t> seq;  // small calls posted (this line holds the calls of its parity)
   uint32_t pad;
   uint64_t argsKey;  // the call's collective/count/dtype/op/root: a mismatch between ranks is an error, not garbage
+  uint64_t count;    // the call's element count, for the mismatch error's message
   char payload[kInlineBytes];
 };
 

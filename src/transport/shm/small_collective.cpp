@@ -48,6 +48,7 @@ void smallCollective(DirectCall& c, uint32_t seq) {
   const bool contributes = a.coll != Collective::kBroadcast || me == a.root;
   if (contributes && bytes > 0) std::memcpy(inlined ? line.payload : c.mesh->small(me, half), c.in, bytes);
   line.argsKey = key;
+  line.count = a.count;
   c.postWord(line.seq, seq);
 
   std::vector<const void*>& data = c.srcs;
@@ -58,8 +59,9 @@ void smallCollective(DirectCall& c, uint32_t seq) {
     if (p != me) c.waitWord(p, theirs.seq, seq, "small-call input");
     if (theirs.argsKey != key) {
       throwError(ternInvalidUsage,
-                 "rank %d: %s arguments differ from rank %d's (count, datatype, op and root must agree on every rank)",
-                 me, c.what, p);
+                 "rank %d: %s arguments differ from rank %d's (count %zu vs %llu; count, datatype, op and root must "
+                 "agree on every rank)",
+                 me, c.what, p, a.count, static_cast<unsigned long long>(theirs.count));
     }
     data[p] = inlined ? theirs.payload : c.mesh->small(p, half);
   }

@@ -1,0 +1,64 @@
+"""Faults on the tern backend become errors on every rank, with a message that says what happened, never hangs."""
+
+import json
+import re
+
+import pytest
+
+from conftest import run_ranks
+
+TIMEOUT_S = 10
+TRANSPORTS = {"shm": {}, "tcp": {"TERN_SHM_DISABLE": "1"}}
+
+
+def reports(results):
+    out = []
+    for r in results:
+        lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
+        out.append(json.loads(lines[-1]) if lines else None)
+    return out
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_killed_rank_fails_every_other_ranks_work_in_time(transport):
+    env = {"TERN_TIMEOUT": str(TIMEOUT_S), **TRANSPORTS[transport]}
+    results = run_ranks(3, "faults_worker.py", "kill", env=env, timeout=180, kill=(1, 2.0))
+    assert results[1].returncode == -9
+    for r, rep in zip(results, reports(results)):
+        if r.rank == 1:
+            continue
+        assert rep is not None, f"rank {r.rank} reported nothing:\n{r.stderr[-3000:]}"
+        assert rep["error"], f"rank {r.rank} saw no error"
+        assert "DistBackendError" in rep["error"], rep["error"]
+        # The message names a peer that failed and how (rank 1 itself, or a rank that gave up because of it: over
+        # TCP a ring neighbour that met the death first closes its connections) and what the survivor was doing.
+        assert re.search(r"rank [0-9]+ .*(died|closed|exited|killed|aborted)", rep["error"]), rep["error"]
+        assert "allreduce" in rep["error"], rep["error"]
+        # Within 2 x TERN_TIMEOUT of the kill (2 s after ready; the loop ran until then).
+        assert rep["seconds"] < 2.0 + 2 * TIMEOUT_S + 30, rep
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_mismatched_sizes_are_an_error_naming_both(transport):
+    env = {"TERN_TIMEOUT": str(TIMEOUT_S), **TRANSPORTS[transport]}
+    results = run_ranks(2, "faults_worker.py", "mismatch", env=env, timeout=120)
+    named = 0
+    for r, rep in zip(results, reports(results)):
+        assert rep is not None, f"rank {r.rank} reported nothing:\n{r.stderr[-3000:]}"
+        assert rep["error"] and "DistBackendError" in rep["error"], rep
+        # In elements (shared memory compares the arguments) or in bytes (TCP checks each message it receives).
+        e = rep["error"]
+        named += ("1000" in e and "1200" in e) or ("4000" in e and "4800" in e)
+    # Shared memory: every rank sees both sizes. TCP: the rank that receives the wrong-sized message does; its
+    # peer sees that rank close its connections (passing the reason on to peers is issue 17's error propagation).
+    assert named == (2 if transport == "shm" else 1) or named == 2, [rep["error"] for rep in reports(results)]
+
+
+def test_a_wrong_world_size_fails_init_instead_of_hanging():
+    results = run_ranks(2, "faults_worker.py", "worldsize", env={"TERN_TIMEOUT": str(TIMEOUT_S)}, timeout=120)
+    reps = reports(results)
+    for r, rep in zip(results, reps):
+        assert rep is not None, f"rank {r.rank} reported nothing:\n{r.stderr[-3000:]}"
+        assert rep["error"], f"rank {r.rank} joined a group of the wrong size"
+        assert rep["seconds"] < 2 * TIMEOUT_S + 5, rep
+    assert "3 ranks" in reps[1]["error"] or "nranks" in reps[1]["error"], reps[1]["error"]

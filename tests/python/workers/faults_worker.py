@@ -1,0 +1,55 @@
+"""One rank of a fault scenario on the tern backend; prints a JSON report of what it saw.
+
+  kill       ranks allreduce in a loop; the test SIGKILLs one of them; the others must get an error naming it
+  mismatch   rank 0 allreduces 1000 elements, the others 1200: every rank must get an error naming both sizes
+  worldsize  rank 0 believes the world is one larger than it is: init must fail within the timeout, not hang
+"""
+
+import datetime
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import tern.torch  # noqa: F401
+
+scenario = sys.argv[1]
+rank = int(os.environ["RANK"])
+report = {"rank": rank, "scenario": scenario}
+start = time.monotonic()
+try:
+    if scenario == "worldsize":
+        world = int(os.environ["WORLD_SIZE"])
+        # The store is made by hand so that torch's own rendezvous does not wait for the missing rank first.
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, rank == 0,
+                              timeout=datetime.timedelta(seconds=20), wait_for_workers=False)
+        claimed = world + 1 if rank == 0 else world
+        dist.init_process_group("tern", store=store, rank=rank, world_size=claimed,
+                                timeout=datetime.timedelta(seconds=float(os.environ.get("FAULT_TIMEOUT", "10"))))
+        dist.barrier()
+        report["error"] = None
+    else:
+        dist.init_process_group("tern")
+        dist.barrier()
+        open(os.path.join(os.environ["TERN_TEST_READY_DIR"], str(rank)), "w").close()
+        if scenario == "kill":
+            t = torch.ones(1 << 18)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                dist.all_reduce(t)
+                t.fill_(1)
+            report["error"] = None
+        elif scenario == "mismatch":
+            t = torch.ones(1000 if rank == 0 else 1200)
+            dist.all_reduce(t)
+            report["error"] = None
+except Exception as e:  # the finding
+    report["error"] = f"{type(e).__name__}: {e}"
+report["seconds"] = time.monotonic() - start
+print(json.dumps(report), flush=True)
+if scenario == "mismatch":
+    time.sleep(3)  # stay connected, so that every rank meets the mismatch itself rather than a closed peer
+os._exit(0)  # no teardown: a failed group must not turn into a hang at exit either
