@@ -16,6 +16,8 @@ packages=(
   libopenmpi-dev openmpi-bin           # comparison baseline (perf/compare)
   iproute2                             # simulated clusters (network namespaces, tc)
   python3 python3-matplotlib           # perf/plot.py
+  python3-venv python3-dev             # the project venv (tools/python-env.sh) and tern._C (Python.h)
+  util-linux                           # flock: one tools/python-env.sh at a time per venv
 )
 
 missing=()
