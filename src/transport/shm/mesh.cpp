@@ -124,7 +124,8 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
     hello.bytes = layout.totalBytes;
     std::snprintf(hello.name, sizeof(hello.name), "%s", self.segment.name().c_str());
   }
-  auto hellos = exchangeWithPeers(setup.tcp, rank, m->localPeers_, &hello, sizeof(hello), deadline, setup.abortFlag);
+  auto hellos = exchangeWithPeers(setup.tcp, rank, m->localPeers_, &hello, sizeof(hello), deadline, setup.abortFlag,
+                                  "shared-memory setup");
 
   // 2. Map every peer's segment and probe what works; report.
   std::vector<uint8_t> outcome(n, 0);
@@ -165,8 +166,8 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
     }
   }
   if (ok) outcome[rank] |= kMapped;
-  auto outcomes =
-      exchangeWithPeers(setup.tcp, rank, m->localPeers_, outcome.data(), outcome.size(), deadline, setup.abortFlag);
+  auto outcomes = exchangeWithPeers(setup.tcp, rank, m->localPeers_, outcome.data(), outcome.size(), deadline,
+                                    setup.abortFlag, "shared-memory setup");
 
   // 3. Everyone has mapped our segment (or given up): the name has done its job.
   self.segment.unlink();

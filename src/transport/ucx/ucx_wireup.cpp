@@ -28,7 +28,7 @@ std::vector<std::vector<char>> exchangeAddresses(const NetworkSetup& setup, cons
   // first everyone's length, then every address padded to the longest (which all ranks now agree on).
   uint64_t myLength = mine.size();
   auto lengths = shm::exchangeWithPeers(setup.tcp, setup.rank, peers, &myLength, sizeof(myLength), setup.deadline,
-                                        setup.abortFlag);
+                                        setup.abortFlag, "UCX wire-up (worker address lengths)");
   std::vector<uint64_t> lengthOf(setup.nranks, 0);
   lengthOf[setup.rank] = myLength;
   for (size_t i = 0; i < peers.size(); ++i) std::memcpy(&lengthOf[peers[i]], lengths[i].data(), sizeof(uint64_t));
@@ -40,7 +40,7 @@ std::vector<std::vector<char>> exchangeAddresses(const NetworkSetup& setup, cons
   std::vector<char> padded(mine);
   padded.resize(longest, 0);
   auto blobs = shm::exchangeWithPeers(setup.tcp, setup.rank, peers, padded.data(), padded.size(), setup.deadline,
-                                      setup.abortFlag);
+                                      setup.abortFlag, "UCX wire-up (worker addresses)");
   for (size_t i = 0; i < peers.size(); ++i) {
     all[peers[i]].assign(blobs[i].begin(), blobs[i].begin() + static_cast<ptrdiff_t>(lengthOf[peers[i]]));
   }
