@@ -153,8 +153,12 @@ c10::intrusive_ptr<c10d::Work> Backend::reduce(std::vector<at::Tensor>& tensors,
   Reduction red = reductionOf(opts.reduceOp, t.scalar_type(), "reduce");
   const int root = static_cast<int>(opts.rootRank);
   return enqueue(c10d::OpType::REDUCE, "tern:reduce", tensors, [this, b, red, root]() mutable {
-    red.premultiply(b.data);
-    check(ternReduce(b.ptr(), b.ptr(), b.count, b.dtype, red.op, root, comm()), "reduce");
+    at::Tensor in = b.data;
+    if (red.premultiplies()) {  // off the root the tensor stays as it was, PREMUL_SUM included
+      in = in.clone();
+      red.premultiply(in);
+    }
+    check(ternReduce(in.data_ptr(), b.ptr(), b.count, b.dtype, red.op, root, comm()), "reduce");
     b.writeBack();
   });
 }

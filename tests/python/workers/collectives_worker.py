@@ -166,6 +166,15 @@ def all_reduce_cases(dtype, n):
             same(t, reference([x * 0.5 for x in inputs], R.SUM, dtype, WORLD), what)
 
         case(premul, what)
+        what = f"reduce {dtype} n={n} PREMUL_SUM"
+
+        def premul_reduce():
+            t = inputs[RANK].clone()
+            dist.reduce(t, dst=0, op=dist._make_nccl_premul_sum(2.0))
+            want_here = reference([x * 2.0 for x in inputs], R.SUM, dtype, WORLD) if RANK == 0 else inputs[RANK]
+            same(t, want_here, what)
+
+        case(premul_reduce, what)
 
 
 def rooted_cases(dtype, n):
@@ -189,6 +198,8 @@ def rooted_cases(dtype, n):
                 dist.reduce(t, dst=root, op=op)
                 if RANK == root:
                     same(t, reference(inputs, op, dtype, WORLD), what)
+                else:
+                    same(t, inputs[RANK], what + " leaves the other ranks' tensors alone")
 
             case(red, what)
         what = f"gather {dtype} n={n} root={root}"
