@@ -62,3 +62,12 @@ def test_a_wrong_world_size_fails_init_instead_of_hanging():
         assert rep["error"], f"rank {r.rank} joined a group of the wrong size"
         assert rep["seconds"] < 2 * TIMEOUT_S + 5, rep
     assert "3 ranks" in reps[1]["error"] or "nranks" in reps[1]["error"], reps[1]["error"]
+
+
+def test_wait_with_a_timeout_gives_up_and_a_later_wait_completes():
+    results = run_ranks(2, "faults_worker.py", "slowpeer", timeout=120)
+    reps = reports(results)
+    assert all(rep is not None and rep["error"] is None and rep["sum_ok"] for rep in reps), reps
+    assert reps[0]["completed_early"] is False, reps[0]
+    assert reps[0]["short_wait"] != "returned" and "timed out" in reps[0]["short_wait"].lower(), reps[0]
+    assert reps[0]["completed_late"] is True, reps[0]

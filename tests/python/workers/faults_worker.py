@@ -3,6 +3,8 @@
   kill       ranks allreduce in a loop; the test SIGKILLs one of them; the others must get an error naming it
   mismatch   rank 0 allreduces 1000 elements, the others 1200: every rank must get an error naming both sizes
   worldsize  rank 0 believes the world is one larger than it is: init must fail within the timeout, not hang
+  slowpeer   rank 1 joins an allreduce 2 s late: rank 0's Work is not completed, wait(timeout=0.2 s) raises, and
+             a later wait() returns the right sum
 """
 
 import datetime
@@ -41,6 +43,23 @@ try:
             while time.monotonic() < deadline:
                 dist.all_reduce(t)
                 t.fill_(1)
+            report["error"] = None
+        elif scenario == "slowpeer":
+            t = torch.full((1000,), float(rank + 1))
+            if rank == 1:
+                time.sleep(2)
+                dist.all_reduce(t)
+            else:
+                w = dist.all_reduce(t, async_op=True)
+                report["completed_early"] = w.is_completed()
+                try:
+                    w.wait(timeout=datetime.timedelta(milliseconds=200))
+                    report["short_wait"] = "returned"
+                except Exception as e:
+                    report["short_wait"] = f"{type(e).__name__}: {e}"
+                w.wait()
+                report["completed_late"] = w.is_completed()
+            report["sum_ok"] = bool((t == 3.0).all())
             report["error"] = None
         elif scenario == "mismatch":
             t = torch.ones(1000 if rank == 0 else 1200)
