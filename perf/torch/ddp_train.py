@@ -1,0 +1,210 @@
+"""DDP training of a small convnet on scikit-learn's digits, timed per step (issue 15's DDP benchmark).
+
+Run under torchrun (perf/train_torch_cluster.sh does, one torchrun per simulated node):
+
+    torchrun --nnodes 2 --nproc-per-node 2 --node-rank K --master-addr ADDR --master-port PORT \\
+        perf/torch/ddp_train.py --backend tern --hook sign
+
+The model is ordinary torch.nn (3x3 convolutions of 16 and 32 channels on the 8x8 images, 2x2 max pooling, then a
+2048-wide fully connected layer: 1.08 M parameters, 4.3 MB of float32 gradients per step, most of them in the
+fully connected layer, so little compute per byte of gradient and communication matters on a 1 Gb/s link),
+wrapped in DistributedDataParallel with its default buckets. Everything that decides the numbers is fixed: the
+train/test split, the initial weights and every epoch's sample order come from --seed alone, so every backend and
+hook trains on the same batches in the same order. Each rank trains on its shard of every epoch's permutation
+(--batch samples per step) with SGD and momentum; the defaults (16 epochs, lr 0.01) are a setting at which 1-bit
+sign compression with error feedback reaches the uncompressed accuracy (larger steps leave it behind).
+
+Timing: every step (zero_grad, forward, backward with DDP's gradient allreduce, optimizer step) is timed on every
+rank; a step's time is the slowest rank's, and step_ms is the median over the steps after --warmup (the first
+steps include DDP's bucket rebuild and the backends' connection setup). compute_ms is the same median for
+--compute-steps extra steps under ddp.no_sync() (no communication at all), run after the final evaluation, so
+exposed_comm_ms = step_ms - compute_ms is the communication that backward's compute did not hide.
+test_acc is the accuracy (percent) of the trained model on the held-out test split; param_spread is the largest
+difference of any parameter across the ranks after training (0 when every rank holds the same model).
+Rank 0 prints one line "DDP_SUMMARY {json}" and, with --json, writes the same object to a file.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class DigitsNet(nn.Module):
+    def __init__(self, width: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc1 = nn.Linear(32 * 4 * 4, width)
+        self.fc2 = nn.Linear(width, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+def load_data(seed: int, test_fraction: float):
+    from sklearn.datasets import load_digits  # the 1797 8x8 images ship inside the scikit-learn wheel
+
+    digits = load_digits()
+    x = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0
+    y = torch.tensor(digits.target, dtype=torch.int64)
+    perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
+    n_test = int(len(y) * test_fraction)
+    test, train = perm[:n_test], perm[n_test:]
+    mean, std = x[train].mean(), x[train].std()
+    x = (x - mean) / std
+    return x[train], y[train], x[test], y[test]
+
+
+def timed_step(model, opt, xb, yb):
+    start = time.perf_counter()
+    opt.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(xb), yb)
+    loss.backward()
+    opt.step()
+    return time.perf_counter() - start, loss.item()
+
+
+def slowest_rank(times):
+    """Per-step maximum over the ranks (one collective after the timed loop, not one per step)."""
+    t = torch.tensor(times, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.tolist()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--backend", default="tern", help="torch.distributed backend: tern or gloo")
+    p.add_argument("--hook", default="none", help="tern codec for compressed_allreduce_hook (sign, qsgd:4, ...), "
+                   "or none for DDP's own allreduce")
+    p.add_argument("--epochs", type=int, default=16)
+    p.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: all epochs)")
+    p.add_argument("--batch", type=int, default=16, help="samples per rank per step")
+    p.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd")
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--momentum", type=float, default=0.9, help="SGD's momentum")
+    p.add_argument("--width", type=int, default=2048, help="fc1's width (sets the parameter count)")
+    p.add_argument("--bucket-cap-mb", type=float, default=25, help="DDP's bucket_cap_mb")
+    p.add_argument("--warmup", type=int, default=5, help="leading steps left out of step_ms")
+    p.add_argument("--compute-steps", type=int, default=12, help="no_sync steps that measure compute_ms")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--test-fraction", type=float, default=0.2)
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads per rank")
+    p.add_argument("--json", default=None)
+    a = p.parse_args()
+
+    torch.set_num_threads(a.threads)
+    if a.backend == "tern":
+        import tern.torch  # noqa: F401  (registers the backend)
+    dist.init_process_group(a.backend)
+    rank, world = dist.get_rank(), dist.get_world_size()
+
+    x_train, y_train, x_test, y_test = load_data(a.seed, a.test_fraction)
+    torch.manual_seed(a.seed)
+    module = DigitsNet(a.width)
+    n_params = sum(q.numel() for q in module.parameters())
+    model = nn.parallel.DistributedDataParallel(module, bucket_cap_mb=a.bucket_cap_mb)
+    if a.hook != "none":
+        if a.backend != "tern":
+            raise SystemExit("ddp_train: --hook needs --backend tern")
+        from tern.torch.hooks import compressed_allreduce_hook
+
+        model.register_comm_hook(None, compressed_allreduce_hook(a.hook))
+    if a.optimizer == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+
+    per_step = world * a.batch
+    steps_per_epoch = len(y_train) // per_step  # whole steps only: every step has the same size on every rank
+    if steps_per_epoch == 0:
+        raise SystemExit(f"ddp_train: {len(y_train)} training samples are fewer than one step of {per_step}")
+    total_steps = a.epochs * steps_per_epoch
+    if a.max_steps:
+        total_steps = min(total_steps, a.max_steps)
+    if total_steps <= a.warmup:
+        raise SystemExit(f"ddp_train: {total_steps} steps leave nothing after --warmup {a.warmup}")
+
+    times, losses, step = [], [], 0
+    dist.barrier()
+    wall_start = time.perf_counter()
+    while step < total_steps:
+        epoch = step // steps_per_epoch
+        order = torch.randperm(len(y_train), generator=torch.Generator().manual_seed(a.seed * 1000 + epoch + 1))
+        for s in range(steps_per_epoch):
+            if step >= total_steps:
+                break
+            idx = order[s * per_step + rank * a.batch: s * per_step + (rank + 1) * a.batch]
+            dt, loss = timed_step(model, opt, x_train[idx], y_train[idx])
+            times.append(dt)
+            losses.append(loss)
+            step += 1
+    wall = time.perf_counter() - wall_start
+
+    model.eval()
+    with torch.no_grad():
+        test_acc = (module(x_test).argmax(1) == y_test).double().mean().item() * 100
+    model.train()
+
+    flat = torch.cat([q.detach().flatten() for q in module.parameters()])
+    hi, lo = flat.clone(), flat.clone()
+    dist.all_reduce(hi, op=dist.ReduceOp.MAX)
+    dist.all_reduce(lo, op=dist.ReduceOp.MIN)
+    param_spread = (hi - lo).max().item()
+
+    # Compute alone: the same steps with DDP's gradient synchronisation off (the ranks drift apart from here on,
+    # which no longer matters: the accuracy and the spread are taken).
+    compute = []
+    dist.barrier()
+    with model.no_sync():
+        for s in range(a.compute_steps + 2):
+            idx = torch.arange(s * a.batch, (s + 1) * a.batch) % len(y_train)
+            compute.append(timed_step(model, opt, x_train[idx], y_train[idx])[0])
+    compute = slowest_rank(compute)[2:]  # the first two warm the no_sync path up
+    steps = slowest_rank(times)
+    measured = steps[a.warmup:]
+
+    step_ms = statistics.median(measured) * 1e3
+    compute_ms = statistics.median(compute) * 1e3 if compute else float("nan")
+    summary = {
+        "backend": a.backend,
+        "hook": a.hook,
+        "world": world,
+        "nodes": int(os.environ.get("GROUP_WORLD_SIZE", "1")),  # torchrun's agents, one per node
+        "ranks_per_node": int(os.environ.get("LOCAL_WORLD_SIZE", str(world))),
+        "params": n_params,
+        "grad_bytes": n_params * 4,
+        "epochs": a.epochs,
+        "steps": total_steps,
+        "steps_timed": len(measured),
+        "batch_per_rank": a.batch,
+        "step_ms": round(step_ms, 3),
+        "step_ms_p10": round(statistics.quantiles(measured, n=10)[0] * 1e3, 3) if len(measured) > 1 else None,
+        "step_ms_p90": round(statistics.quantiles(measured, n=10)[-1] * 1e3, 3) if len(measured) > 1 else None,
+        "compute_ms": round(compute_ms, 3),
+        "exposed_comm_ms": round(step_ms - compute_ms, 3),
+        "train_wall_s": round(wall, 3),
+        "first_loss": round(losses[0], 4),
+        "final_loss": round(statistics.mean(losses[-min(len(losses), steps_per_epoch):]), 4),
+        "test_acc": round(test_acc, 2),
+        "test_samples": len(y_test),
+        "param_spread": param_spread,
+    }
+    if rank == 0:
+        print("DDP_SUMMARY " + json.dumps(summary), flush=True)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(summary, f, indent=1)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
