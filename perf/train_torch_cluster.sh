@@ -107,22 +107,8 @@ run_job() {
       >"$log.n$i" 2>&1
     pids+=("$TNC_PID")
   done
-  # First failure wins; the other nodes are stopped rather than left to wait for the lost peer.
-  local rc=0 status done_pid p
-  local -a running=("${pids[@]}")
-  while ((${#running[@]} > 0)); do
-    status=0
-    done_pid=""
-    wait -n -p done_pid "${running[@]}" || status=$?
-    [[ -n "$done_pid" ]] || break
-    local -a still=()
-    for p in "${running[@]}"; do [[ "$p" == "$done_pid" ]] || still+=("$p"); done
-    running=("${still[@]}")
-    if ((status != 0 && rc == 0)); then
-      rc=$status
-      for p in "${running[@]}"; do kill -TERM "$p" 2>/dev/null; done
-    fi
-  done
+  local rc=0
+  tnc_wait_nodes torchrun "${pids[@]}" || rc=$?
   for ((i = 0; i < NODES; i++)); do
     sed "s/^/[node $i] /" "$log.n$i" >>"$log"
     rm -f "$log.n$i"

@@ -382,10 +382,17 @@ tnc_launch() {
     "${prefix[@]}" "${rt[@]}" "$tern_run" -n "$per_node" "${placement[@]}" "${common[@]}" -- "$@" &
     pids+=($!)
   done
-  # First failure wins; then stop the other nodes (their ranks would otherwise wait for the lost peer until
-  # TERN_TIMEOUT, e.g. when a rank died during bootstrap).
+  tnc_wait_nodes "tern-run" "${pids[@]}"
+}
+
+# tnc_wait_nodes WHAT PID... : waits for one launcher per node (background jobs of this shell). The first failure
+# wins: the other nodes are stopped then (their ranks would otherwise wait for the lost peer until TERN_TIMEOUT,
+# e.g. when a rank died during bootstrap). Returns the first non-zero exit status, else 0.
+tnc_wait_nodes() {
+  local what=$1
+  shift
   local rc=0 done_pid status p
-  local -a running=("${pids[@]}")
+  local -a running=("$@")
   while ((${#running[@]} > 0)); do
     status=0
     done_pid=""
@@ -396,7 +403,7 @@ tnc_launch() {
     running=("${still[@]}")
     if ((status != 0 && rc == 0)); then
       rc=$status
-      tnc__say "tern-run on a node exited $status; stopping the others"
+      tnc__say "$what on a node exited $status; stopping the others"
       for p in "${running[@]}"; do kill -TERM "$p" 2>/dev/null; done
     fi
   done
