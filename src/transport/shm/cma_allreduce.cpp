@@ -52,6 +52,12 @@ void cmaAllReduce(DirectCall& c) {
       for (int i = 1; i < n; ++i) {
         const int p = (me + i) % n;
         if (!cmaWrite(c.mesh->peer(p).pid, c.peerOutAddr[p] + off * e, result, m * e)) {
+          if (errno == ESRCH) {  // the peer process no longer exists
+            throwError(ternRemoteError,
+                       "rank %d: %s: rank %d (same host) died while its output was being written "
+                       "(process_vm_writev: %s)",
+                       me, c.what, p, std::strerror(errno));
+          }
           throwError(ternSystemError, "rank %d: %s: cannot write rank %d's output (process_vm_writev: %s)", me, c.what,
                      p, std::strerror(errno));
         }

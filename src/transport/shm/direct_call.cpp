@@ -9,6 +9,12 @@ namespace tern::shm {
 
 void DirectCall::cmaReadPeer(int p, void* dst, uint64_t addr, size_t bytes, const char* label) const {
   if (!cmaRead(mesh->peer(p).pid, dst, addr, bytes)) {
+    // ESRCH: the peer process no longer exists, the same failure its closed connections report elsewhere.
+    if (errno == ESRCH) {
+      throwError(ternRemoteError,
+                 "rank %d: %s: rank %d (same host) died while its %s was being read (process_vm_readv: %s)", rank, what,
+                 p, label, std::strerror(errno));
+    }
     throwError(ternSystemError, "rank %d: %s: cannot read rank %d's %s (process_vm_readv: %s)", rank, what, p, label,
                std::strerror(errno));
   }

@@ -32,5 +32,10 @@ sub = dist.new_group([0], backend="tern")
 s = torch.full((2,), float(rank))
 if rank == 0:
     dist.all_reduce(s, group=sub)
-print(json.dumps({"rank": rank, "backend": dist.get_backend(), "sum": t.tolist(), "sub": s.tolist()}), flush=True)
+report = json.dumps({"rank": rank, "backend": dist.get_backend(), "sum": t.tolist(), "sub": s.tolist()})
+if os.environ.get("TERN_TEST_REPORT_DIR"):  # under torchrun the ranks share one stdout, so lines may interleave
+    with open(os.path.join(os.environ["TERN_TEST_REPORT_DIR"], f"{rank}.json"), "w") as f:
+        f.write(report)
+else:
+    print(report, flush=True)
 dist.destroy_process_group()
