@@ -27,3 +27,8 @@ def test_compressed_hook_trains_and_is_the_c_api_call(codec):
 
 def test_fsdp2_on_tern_matches_fsdp2_on_gloo():
     check(run_ranks(2, "training_worker.py", "fsdp", timeout=300))
+
+
+def test_tern_compress_reaches_unmodified_code():
+    env = {"TERN_COMPRESS": "bf16", "TERN_COMPRESS_WHEN": "always"}
+    check(run_ranks(2, "training_worker.py", "envcompress", env=env, timeout=300))

@@ -6,6 +6,8 @@
              result on a bucket must equal tern's compressed allreduce of the same gradients with a fresh error
              feedback state (bit for bit: the hook is that call), and lie within the codec's reach of the true mean
   fsdp       FSDP2 fully_shard on gloo and on tern: the parameters must agree within float tolerance
+  envcompress  an unmodified all_reduce under TERN_COMPRESS=bf16 (TERN_COMPRESS_WHEN=always): the result must be
+             the bf16-rounded sum, not the exact one (the path for code that cannot register a hook)
 
 Prints one JSON line with the findings.
 """
@@ -144,6 +146,22 @@ def fsdp_case(report):
         report["failures"].append(f"FSDP2 on tern and gloo end {diff} apart (limit 1e-5)")
 
 
+def envcompress_case(report):
+    n = 1 << 16  # 256 KiB: above TERN_COMPRESS_MIN_BYTES
+    world = dist.get_world_size()
+    inputs = [1.0 + torch.arange(n, dtype=torch.float64) * 1e-4 + r * 1e-3 for r in range(world)]
+    t = inputs[dist.get_rank()].float()
+    dist.all_reduce(t)
+    exact = sum(inputs)
+    err = (t.double() - exact).abs() / exact.abs()
+    report["max_relative_error"] = err.max().item()
+    # bf16 keeps 8 significant bits: each rank's input and the sum round once or twice at 2^-9 relative.
+    if not err.max().item() <= 3 * 2.0**-9:
+        report["failures"].append(f"relative error {err.max().item():.3g} is beyond bf16 rounding")
+    if not err.max().item() > 1e-6:
+        report["failures"].append("the result is exact: TERN_COMPRESS=bf16 did not compress")
+
+
 def main():
     global GLOO
     dist.init_process_group("tern")
@@ -156,6 +174,8 @@ def main():
         hook_case(report, sys.argv[2])
     elif what == "fsdp":
         fsdp_case(report)
+    elif what == "envcompress":
+        envcompress_case(report)
     dist.barrier()
     print(json.dumps(report), flush=True)
     dist.destroy_process_group()
