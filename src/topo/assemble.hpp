@@ -12,6 +12,7 @@
 //   RankPath p = paths.between(rank, peer);                        // p.linkClass, p.bandwidth, p.latencyUs
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,5 +38,30 @@ RankReport decodeRankReport(std::string_view text, int rank);
 // The job of reports[r] = rank r. `network`, when given, replaces the one the NICs imply. Throws
 // Error(ternInvalidArgument) when a rank names a GPU its host does not have.
 JobTopology assembleJob(const std::vector<RankReport>& reports, const Network* network = nullptr);
+
+// What a rank tells the others at communicator init (core/communicator.cpp exchanges these by an allgather over
+// the communicator's own transport). Compact: only the lowest rank of each host sends that host's graph, the others
+// say where they are in it. Host ids are the bootstrap's, so that the job groups ranks exactly as the transports do.
+struct RankRecord {
+  std::string hostId;
+  int numaOsIndex = -1;              // the NUMA node the rank is bound to (local_topology.hpp), -1 when unbound
+  std::optional<HostTopology> host;  // the host's graph (its id is replaced by hostId)
+  std::optional<Network> network;    // rank 0 only, when its topology came from a file: that file's network
+};
+
+// A record as compact JSON, and back. The text comes from another process: decodeRankRecord checks everything
+// (size, syntax, types, the graph's consistency) and throws Error(ternInvalidArgument, "rank 3's topology record:
+// ...") for anything wrong, never anything else.
+inline constexpr size_t kMaxRankRecordBytes = size_t{1} << 20;
+std::string encodeRankRecord(const RankRecord& record);
+RankRecord decodeRankRecord(std::string_view text, int rank);
+
+// The job of records[r] = rank r: hosts in order of first appearance, each host's graph from the lowest rank on it,
+// CPU ranks bound to the NUMA node they reported (or the host's only one), each on its nearest NIC (written into
+// the placement, so that a dump names it). The network: rank 0's file network when it has one, else what the NICs
+// imply (deriveNetwork), with fallbackKind when no host has a NIC of known kind. Throws Error(ternInvalidArgument)
+// when the lowest rank of a host sent no graph, or a rank's host id is not expectedHostIds[r] (when given).
+JobTopology assembleJobFromRecords(const std::vector<RankRecord>& records, NetKind fallbackKind,
+                                   const std::vector<std::string>* expectedHostIds = nullptr);
 
 }  // namespace tern::topo

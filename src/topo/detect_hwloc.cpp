@@ -256,6 +256,12 @@ HostTopology detectHost() {
   TopologyPtr topo = newTopology();
   // Count every online CPU, not only those this process's cgroup may use: the topology describes the hardware.
   hwloc_topology_set_flags(topo.get(), HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+  // Every communicator init detects (once per process), so skip the plugins that initialise device runtimes or
+  // connect to display servers to name OS devices tern does not use: GPUs come from PCI and NVML (topo/nvml.hpp).
+  // A name this hwloc does not have is simply not there to skip.
+  for (const char* plugin : {"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl"}) {
+    hwloc_topology_set_components(topo.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, plugin);
+  }
   if (hwloc_topology_load(topo.get()) != 0) throwSystemError("hwloc_topology_load");
   HostTopology host = HwlocConverter(topo.get(), /*live=*/true).convert();
   host.id = hostId();

@@ -174,6 +174,10 @@ JobPaths::JobPaths(const JobTopology& job) : job_(job), nic_(job.ranks.size(), -
   for (size_t r = 0; r < job.ranks.size(); ++r) {
     const int h = job.ranks[r].host;
     const int local = ordinal[h]++;
+    if (job.ranks[r].nic >= 0) {  // placed on a NIC (a file, or the job a communicator assembled)
+      nic_[r] = job.ranks[r].nic;
+      continue;
+    }
     const std::vector<int> nics = job.hosts[h].nodesOfType(NodeType::kNic);
     if (nics.empty()) continue;
     const int src = sourceNode(static_cast<int>(r));

@@ -112,30 +112,32 @@ std::string expandFileName(const std::string& pattern) {
   return out;
 }
 
-HostTopology localHostTopology() {
-  HostTopology host;
-  const char* file = std::getenv(kTopoFileEnv);
-  if (file != nullptr && file[0] != '\0') {
-    JobTopology job = loadTopologyFile(file);
-    const std::string id = hostId();
-    const std::string name = hostName();
-    int match = -1;
-    for (size_t h = 0; h < job.hosts.size() && match < 0; ++h) {
-      if (job.hosts[h].id == id) match = static_cast<int>(h);
-    }
-    for (size_t h = 0; h < job.hosts.size() && match < 0; ++h) {
-      if (!job.hosts[h].hostname.empty() && job.hosts[h].hostname == name) match = static_cast<int>(h);
-    }
-    if (match >= 0) {
-      host = std::move(job.hosts[match]);
-    } else {
-      host = std::move(job.hosts[0]);
-      host.id = id;
-      host.hostname = name;
-    }
-  } else {
-    host = detectHost();
+HostTopology hostFromTopologyFile(const std::string& path, Network* network) {
+  JobTopology job = loadTopologyFile(path);
+  const std::string id = hostId();
+  const std::string name = hostName();
+  int match = -1;
+  for (size_t h = 0; h < job.hosts.size() && match < 0; ++h) {
+    if (job.hosts[h].id == id) match = static_cast<int>(h);
   }
+  for (size_t h = 0; h < job.hosts.size() && match < 0; ++h) {
+    if (!job.hosts[h].hostname.empty() && job.hosts[h].hostname == name) match = static_cast<int>(h);
+  }
+  HostTopology host;
+  if (match >= 0) {
+    host = std::move(job.hosts[match]);
+  } else {
+    host = std::move(job.hosts[0]);
+    host.id = id;
+    host.hostname = name;
+  }
+  if (network != nullptr) *network = job.network;
+  return host;
+}
+
+HostTopology localHostTopology() {
+  const char* file = std::getenv(kTopoFileEnv);
+  HostTopology host = file != nullptr && file[0] != '\0' ? hostFromTopologyFile(file) : detectHost();
   if (const char* dump = std::getenv(kTopoDumpFileEnv); dump != nullptr && dump[0] != '\0') {
     writeTopologyFile(singleHostJob(host), expandFileName(dump));
   }

@@ -31,13 +31,16 @@ void writeTopologyFile(const JobTopology& job, const std::string& path);
 // A one-host job around a host: default ranks (one per GPU, or one), the network its NICs imply.
 JobTopology singleHostJob(HostTopology host);
 
-// This host's topology as communicator init wants it:
-//  - TERN_TOPO_FILE set: loaded from that file; of a multi-host file, the host whose id is hostId() or whose
-//    hostname is this machine's, else the first host, which then takes this machine's host id (so that a file
-//    describing one node of a cluster can be shared by every node);
-//  - otherwise detectHost().
-// When TERN_TOPO_DUMP_FILE is set the result is written there as a one-host JSON job; "%h" in the name becomes the
-// hostname and "%p" the process id, so ranks of one job do not overwrite each other's files.
+// This host's entry of a topology file: of a multi-host file, the host whose id is hostId() or whose hostname is
+// this machine's, else the first host, which then takes this machine's host id (so that a file describing one node
+// of a cluster can be shared by every node). network, when given, receives the file's network (declared, or what
+// its NICs imply). Errors as loadTopologyFile's.
+HostTopology hostFromTopologyFile(const std::string& path, Network* network = nullptr);
+
+// This host's topology as the tools see it: hostFromTopologyFile(TERN_TOPO_FILE) when that is set, otherwise
+// detectHost(). When TERN_TOPO_DUMP_FILE is set the result is written there as a one-host JSON job; "%h" in the
+// name becomes the hostname and "%p" the process id. (A communicator reads the same knobs through
+// topo/local_topology.hpp: detection once per process, and rank 0 dumps the whole job instead.)
 HostTopology localHostTopology();
 
 // "%h" -> hostname, "%p" -> pid, "%%" -> "%" (as TERN_DEBUG_FILE does).

@@ -31,7 +31,8 @@
 //         ]
 //       }
 //     ],
-//     "ranks": [{"host": 0, "gpu": "gpu0"}, {"host": "dgx-1", "numa": "numa1"}, {"host": 1}]
+//     "ranks": [{"host": 0, "gpu": "gpu0"}, {"host": "dgx-1", "numa": "numa1", "nic": "nic0"}, {"host": 1}]
+//        "nic": the NIC the rank sends through across hosts (omitted: the nearest one, as topo/paths.hpp picks it)
 //        or  {"per_host": 8, "bind": "gpu"}     bind: gpu (rank i of a host on its i-th GPU), numa (round-robin
 //                                               over NUMA nodes) or none; omitted: one rank per GPU (or per host)
 //   }

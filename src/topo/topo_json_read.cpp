@@ -191,7 +191,7 @@ std::vector<RankPlacement> rankList(const json& arr, const std::vector<HostTopol
   for (size_t r = 0; r < arr.size(); ++r) {
     const std::string at = format("%s: ranks[%zu]", where.c_str(), r);
     const json& o = requireObject(arr[r], at);
-    checkKeys(o, at, {"host", "gpu", "numa"});
+    checkKeys(o, at, {"host", "gpu", "numa", "nic"});
     RankPlacement p;
     auto host = o.find("host");
     if (host == o.end()) fail(at, "missing \"host\"");
@@ -209,7 +209,8 @@ std::vector<RankPlacement> rankList(const json& arr, const std::vector<HostTopol
     }
     const HostTopology& h = hosts[p.host];
     for (auto [key, type, out] :
-         {std::tuple{"gpu", NodeType::kGpu, &p.gpu}, std::tuple{"numa", NodeType::kNuma, &p.numa}}) {
+         {std::tuple{"gpu", NodeType::kGpu, &p.gpu}, std::tuple{"numa", NodeType::kNuma, &p.numa},
+          std::tuple{"nic", NodeType::kNic, &p.nic}}) {
       if (!o.contains(key)) continue;
       std::string id = getString(o, key, at);
       *out = h.find(id);

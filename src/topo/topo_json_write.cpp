@@ -124,6 +124,7 @@ ordered_json jobToJson(const JobTopology& job) {
     ordered_json o = {{"host", r.host}};
     if (r.gpu >= 0) o["gpu"] = job.hosts[r.host].nodes[r.gpu].id;
     if (r.numa >= 0) o["numa"] = job.hosts[r.host].nodes[r.numa].id;
+    if (r.nic >= 0) o["nic"] = job.hosts[r.host].nodes[r.nic].id;
     ranks.push_back(std::move(o));
   }
   j["ranks"] = std::move(ranks);

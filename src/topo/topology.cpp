@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <set>
 
@@ -264,7 +265,8 @@ void validate(const JobTopology& job, const std::string& where) {
           throwError(ternInvalidArgument, "%s: node \"%s\": parent chain loops", at.c_str(), node.id.c_str());
         }
       }
-      if (node.type == NodeType::kNic && node.speedGbps == 0) {
+      if (node.type == NodeType::kNic &&
+          (node.speedGbps == 0 || !std::isfinite(node.speedGbps) || (node.speedGbps < 0 && node.speedGbps != -1))) {
         throwError(ternInvalidArgument, "%s: nic \"%s\": speed must be > 0 (or -1 for unknown)", at.c_str(),
                    node.id.c_str());
       }
@@ -274,7 +276,7 @@ void validate(const JobTopology& job, const std::string& where) {
       if (l.a < 0 || l.a >= n || l.b < 0 || l.b >= n || l.a == l.b) {
         throwError(ternInvalidArgument, "%s: link %zu joins bad nodes (%d, %d)", at.c_str(), k, l.a, l.b);
       }
-      if (!(l.bandwidth > 0) || l.latencyUs < 0) {
+      if (!(l.bandwidth > 0) || !(l.latencyUs >= 0) || !std::isfinite(l.latencyUs)) {
         throwError(ternInvalidArgument, "%s: link %zu (%s - %s): bandwidth must be > 0 and latency >= 0", at.c_str(), k,
                    host.nodes[l.a].id.c_str(), host.nodes[l.b].id.c_str());
       }
@@ -296,6 +298,10 @@ void validate(const JobTopology& job, const std::string& where) {
     }
     if (p.numa != -1 && (p.numa < 0 || p.numa >= n || host.nodes[p.numa].type != NodeType::kNuma)) {
       throwError(ternInvalidArgument, "%s: rank %zu: numa is not a NUMA node of host \"%s\"", where.c_str(), r,
+                 host.id.c_str());
+    }
+    if (p.nic != -1 && (p.nic < 0 || p.nic >= n || host.nodes[p.nic].type != NodeType::kNic)) {
+      throwError(ternInvalidArgument, "%s: rank %zu: nic is not a NIC of host \"%s\"", where.c_str(), r,
                  host.id.c_str());
     }
   }

@@ -110,11 +110,13 @@ struct HostTopology {
 // node order, then the others), so that equal graphs compare equal however they were built. Idempotent.
 void completeHost(HostTopology& host);
 
-// Where a rank runs: its host and, optionally, the GPU it drives and the NUMA node it is bound to.
+// Where a rank runs: its host and, optionally, the GPU it drives, the NUMA node it is bound to and the NIC it
+// sends through across hosts.
 struct RankPlacement {
   int host = -1;  // index into JobTopology::hosts
   int gpu = -1;   // node index in that host, -1 for a CPU rank
   int numa = -1;  // node index in that host, -1 when unbound / unknown
+  int nic = -1;   // node index in that host, -1: the nearest NIC (topo::JobPaths picks it)
 
   bool operator==(const RankPlacement&) const = default;
 };
