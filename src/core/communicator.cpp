@@ -1,5 +1,6 @@
 #include "core/communicator.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -15,6 +16,9 @@
 #include "core/log.hpp"
 #include "planner/planner.hpp"
 #include "planner/units.hpp"
+#include "topo/assemble.hpp"
+#include "topo/local_topology.hpp"
+#include "topo/topo_file.hpp"
 #include "transport/inproc/inproc_transport.hpp"
 #include "transport/network_factory.hpp"
 #include "transport/routed_transport.hpp"
@@ -110,15 +114,101 @@ std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdDat
     c->transport_ = std::make_unique<RoutedTransport>(c->network_.get(), c->intraNode_->transport(), local);
   }
   // The cost model, made here rather than on first use: ternQueryAlgorithm may run on another thread than the
-  // collectives, and a bad TERN_TUNE_FILE should fail init. Same-host peers go through shared memory when the
-  // routed transport is up, TCP loopback otherwise. (Once the job topology is assembled at init, pass it too.)
+  // collectives, and a bad TERN_TUNE_FILE or TERN_TOPO_FILE should fail init. It prices the job topology the ranks
+  // just assembled (NIC speeds and kinds, NUMA placement); same-host peers go through shared memory when the routed
+  // transport is up, TCP loopback otherwise.
   c->algoOverride_ = AlgoOverride::parse(opts.algo);
-  c->planner_ = makeCommPlanner(nranks, c->hostIds_, c->intraNode_ && c->intraNode_->transport() != nullptr);
+  c->job_ = c->assembleJobTopology(deadline);
+  c->planner_ = makeCommPlanner(nranks, c->hostIds_, c->intraNode_ && c->intraNode_->transport() != nullptr, c->job_);
   int version = TERN_VERSION_CODE;
   TERN_LOG(kInfo, kInit, rank, "tern %d.%d.%d: communicator %s rank %d of %d ready, transport %s", version / 10000,
            version / 100 % 100, version % 100, opts.name.empty() ? "" : opts.name.c_str(), rank, nranks,
            c->transportName());
   return c;
+}
+
+void Communicator::allgatherBytes(const void* input, void* output, size_t bytes, Clock::time_point deadline) {
+  CollArgs args;
+  args.coll = Collective::kAllGather;
+  args.count = bytes;
+  args.dtype = ternUint8;
+  const Schedule schedule = findAlgorithm(Collective::kAllGather, "ring")->build(args, rank_, nranks_, BuildOptions{});
+  ExecContext ctx;
+  ctx.transport = &active();
+  ctx.dtype = ternUint8;
+  ctx.nranks = nranks_;
+  ctx.rank = rank_;
+  ctx.deadline = deadline;
+  ctx.abortFlag = &aborted_;
+  ctx.what = "topology exchange";
+  executeSchedule(schedule, ExecBuffers{input, output, scratch(schedule.scratchBytes)}, ctx);
+}
+
+std::shared_ptr<const topo::JobTopology> Communicator::assembleJobTopology(Clock::time_point deadline) {
+  bool cached = false;
+  const std::shared_ptr<const topo::LocalTopology> local = topo::processLocalTopology(knobs().topoFile, &cached);
+  topo::RankRecord mine;
+  mine.hostId = hostIds_[rank_];
+  mine.numaOsIndex = topo::boundNumaNode();
+  const bool hostLeader = std::find(hostIds_.begin(), hostIds_.end(), hostIds_[rank_]) - hostIds_.begin() == rank_;
+  if (hostLeader) mine.host = local->host;
+  if (rank_ == 0) mine.network = local->network;
+  // Every rank decodes every record, its own included, so that all of them assemble the job from the same bytes
+  // (and so decide alike).
+  std::vector<std::string> wire(static_cast<size_t>(nranks_));
+  if (inproc_) {
+    // Every rank is a thread of this process: one host, described in rank 0's record. Threads may be pinned
+    // differently, and each sees only its own binding: every record says unbound, so that all assemble one job.
+    topo::RankRecord first = mine;
+    first.numaOsIndex = -1;
+    first.host = local->host;
+    first.network = local->network;
+    topo::RankRecord other = first;
+    other.host.reset();
+    other.network.reset();
+    wire[0] = topo::encodeRankRecord(first);
+    for (int r = 1; r < nranks_; ++r) wire[r] = topo::encodeRankRecord(other);
+  } else {
+    const std::string encoded = topo::encodeRankRecord(mine);
+    std::vector<uint64_t> lengths(static_cast<size_t>(nranks_));
+    const uint64_t length = encoded.size();
+    allgatherBytes(&length, lengths.data(), sizeof(length), deadline);
+    uint64_t longest = 0;
+    for (int r = 0; r < nranks_; ++r) {
+      if (lengths[r] == 0 || lengths[r] > topo::kMaxRankRecordBytes) {
+        throwError(ternInvalidArgument, "rank %d's topology record: %llu bytes (expected 1 to %zu)", r,
+                   static_cast<unsigned long long>(lengths[r]), topo::kMaxRankRecordBytes);
+      }
+      longest = std::max(longest, lengths[r]);
+    }
+    std::string padded = encoded;
+    padded.resize(longest, ' ');
+    std::string all(longest * static_cast<size_t>(nranks_), '\0');
+    allgatherBytes(padded.data(), all.data(), longest, deadline);
+    for (int r = 0; r < nranks_; ++r) wire[r] = all.substr(static_cast<size_t>(r) * longest, lengths[r]);
+  }
+  std::vector<topo::RankRecord> records;
+  records.reserve(wire.size());
+  for (int r = 0; r < nranks_; ++r) records.push_back(topo::decodeRankRecord(wire[r], r));
+  // Without any NIC of known kind the peers still talk TCP/IP: price the network as Ethernet.
+  auto job = std::make_shared<const topo::JobTopology>(
+      topo::assembleJobFromRecords(records, topo::NetKind::kEthernet, &hostIds_));
+  const std::string speed = job->network.speedGbps > 0 ? format(" %g Gb/s", job->network.speedGbps) : "";
+  TERN_LOG(kInfo, kTopo, rank_, "topology: host %s (%s, %.1f ms%s), NUMA node %d; job: %zu hosts, network %s%s",
+           hostIds_[rank_].c_str(), local->source.c_str(), local->seconds * 1e3, cached ? ", cached" : "",
+           mine.numaOsIndex, job->hosts.size(), topo::netKindName(job->network.kind), speed.c_str());
+  // Rank 0 of the first communicator writes what the job saw; later ones (splits) would overwrite it with a part.
+  static std::atomic<bool> dumped{false};
+  if (rank_ == 0 && !knobs().topoDumpFile.empty() && !dumped.exchange(true)) {
+    const std::string path = topo::expandFileName(knobs().topoDumpFile);
+    try {
+      topo::writeTopologyFile(*job, path);
+      TERN_LOG(kInfo, kTopo, rank_, "topology: job written to %s", path.c_str());
+    } catch (const Error& e) {
+      TERN_LOG(kWarn, kTopo, rank_, "TERN_TOPO_DUMP_FILE: %s", e.what());
+    }
+  }
+  return job;
 }
 
 Communicator::~Communicator() {

@@ -50,6 +50,8 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return nranks_; }
   const std::vector<std::string>& hostIds() const { return hostIds_; }
+  // The job topology every rank assembled alike at init (topo/assemble.hpp): what the cost model prices.
+  const topo::JobTopology& jobTopology() const { return *job_; }
   const CommOptions& options() const { return options_; }
   bool isInproc() const { return inproc_; }
   const char* transportName() const { return transport_ ? transport_->name() : network_->name(); }
@@ -95,6 +97,13 @@ class Communicator {
   // Whether a compressed call runs as compressed_hier: where it applies, TERN_COMPRESS_HIER or the cheaper form.
   bool compressHierFor(const CollArgs& args, const compress::Codec& codec);
   ChoiceContext choiceContext();
+  // Init: every rank's topology record (its host's graph from the lowest rank of each host, where each rank is
+  // bound), exchanged over the connected transport, assembled into the job; rank 0 of the process's first
+  // communicator writes it to TERN_TOPO_DUMP_FILE.
+  std::shared_ptr<const topo::JobTopology> assembleJobTopology(Clock::time_point deadline);
+  // An allgather of equal-sized byte blocks over the communicator's transport (the ring schedule), before the
+  // cost model exists.
+  void allgatherBytes(const void* input, void* output, size_t bytes, Clock::time_point deadline);
   DirectOption directOption(const CollArgs& args);
   std::shared_ptr<const Schedule> scheduleFor(const CollArgs& args);
   void* scratch(size_t bytes);
@@ -131,6 +140,7 @@ class Communicator {
 
   std::map<std::tuple<const void*, size_t, int>, std::unique_ptr<Compressor>> defaultCompressors_;
   std::map<std::pair<size_t, int>, bool> compressionPays_;  // (count, dtype) -> compressionPays
+  std::shared_ptr<const topo::JobTopology> job_;
   std::shared_ptr<const planner::Planner> planner_;
   AlgoOverride algoOverride_;  // TERN_ALGO / config.algo, parsed once
   // choose()'s decisions by call shape: pricing the candidates costs microseconds, a small collective's whole

@@ -57,6 +57,8 @@ const Knobs& knobs() {
     x.compressAlways = when == "always";
     const std::optional<std::string> hier = envString("COMPRESS_HIER");
     x.compressHier = !hier || *hier == "auto" ? -1 : envFlag("COMPRESS_HIER", false) ? 1 : 0;
+    x.topoFile = envString("TOPO_FILE").value_or("");
+    x.topoDumpFile = envString("TOPO_DUMP_FILE").value_or("");
     return x;
   }();
   return k;

@@ -28,6 +28,8 @@ struct Knobs {
   long compressMinBytes;     // TERN_COMPRESS_MIN_BYTES: smaller allreduces are not compressed (default 64 KiB)
   bool compressAlways;       // TERN_COMPRESS_WHEN=always: compress even where the cost model says it does not pay
   int compressHier;          // TERN_COMPRESS_HIER: 1 compressed_hier, 0 the flat form, -1 (unset) the cost model
+  std::string topoFile;      // TERN_TOPO_FILE: this host's topology from a file instead of detection
+  std::string topoDumpFile;  // TERN_TOPO_DUMP_FILE: rank 0 writes the job topology its communicator assembled
 };
 
 const Knobs& knobs();
