@@ -10,6 +10,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev      # command lines, JSON
   libpugixml-dev                       # NCCL topology XML files
   libhwloc-dev hwloc                   # topology detection
+  libssl-dev                           # libcrypto: HMAC-SHA256 handshakes between ranks
   libucx-dev                           # UCX transport
   libibverbs-dev ibverbs-utils         # ibverbs transport
   libgloo-dev                          # comparison baseline (perf/compare)

@@ -1,10 +1,11 @@
 #include "core/unique_id.hpp"
 
+#include <openssl/crypto.h>
 #include <unistd.h>
 
 #include <fstream>
-#include <random>
 
+#include "core/auth.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 
@@ -12,13 +13,11 @@ namespace tern {
 
 Secret Secret::random() {
   Secret s;
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
-  if (!urandom.read(reinterpret_cast<char*>(s.bytes), sizeof(s.bytes))) {
-    std::random_device rd;  // fallback; /dev/urandom is always there on Linux
-    for (auto& b : s.bytes) b = static_cast<uint8_t>(rd());
-  }
+  fillRandom(s.bytes, sizeof(s.bytes));
   return s;
 }
+
+bool Secret::operator==(const Secret& o) const { return CRYPTO_memcmp(bytes, o.bytes, sizeof(bytes)) == 0; }
 
 Secret Secret::fromHex(const std::string& hex) {
   if (hex.size() != 32) throwError(ternInvalidArgument, "secret must be 32 hex digits, got '%s'", hex.c_str());

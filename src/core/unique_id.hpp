@@ -1,5 +1,6 @@
 // The layout of ternUniqueId's 128 bytes: what kind of rendezvous it names (a TCP root, or an in-process group),
-// the root's address, and the job's random 128-bit secret that every connection must present.
+// the root's address, and the job's random 128-bit secret that every connection proves knowledge of (core/auth.hpp;
+// the secret itself never goes on the wire).
 #pragma once
 
 #include <cstdint>
@@ -15,8 +16,8 @@ enum class RendezvousKind : uint8_t { kTcp = 1, kInproc = 2 };
 
 struct Secret {
   uint8_t bytes[16] = {};
-  bool operator==(const Secret& o) const { return std::memcmp(bytes, o.bytes, sizeof(bytes)) == 0; }
-  static Secret random();
+  bool operator==(const Secret& o) const;         // constant time
+  static Secret random();                         // RAND_bytes; throws ternSystemError if that fails
   static Secret fromHex(const std::string& hex);  // throws ternInvalidArgument
   std::string hex() const;
 };
