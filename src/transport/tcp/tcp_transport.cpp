@@ -5,26 +5,41 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 
+#include "core/auth.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
 namespace tern {
 
+namespace tcp_wire {
+
+Mac acceptorProof(const Secret& secret, const JobId& jobId, const Hello& hello, const Nonce& acceptorNonce) {
+  return MacBuilder(secret, "tern/tcp/v2/acceptor-to-initiator")
+      .addValue(jobId)
+      .addValue(hello)
+      .addValue(acceptorNonce)
+      .finish();
+}
+
+Mac initiatorProof(const Secret& secret, const JobId& jobId, const Hello& hello, const Nonce& acceptorNonce) {
+  return MacBuilder(secret, "tern/tcp/v2/initiator-to-acceptor")
+      .addValue(jobId)
+      .addValue(hello)
+      .addValue(acceptorNonce)
+      .finish();
+}
+
+}  // namespace tcp_wire
+
 namespace {
 
-constexpr uint32_t kHelloMagic = 0x4f4c4548;  // "HELO"
 // Messages at least this large are striped across all of a peer's sockets.
 constexpr size_t kStripeThreshold = 256 * 1024;
-
-struct Hello {
-  uint32_t magic = kHelloMagic;
-  int32_t fromRank = -1;
-  int32_t socketIndex = -1;
-  Secret secret;
-};
 
 size_t partsFor(size_t bytes, int sockets) { return (bytes >= kStripeThreshold && sockets > 1) ? sockets : 1; }
 
@@ -55,55 +70,294 @@ TcpTransport::~TcpTransport() {
   }
 }
 
+namespace {
+
+// Our connection to a higher rank's listener, from connect to the acceptor's Accept.
+struct Outgoing {
+  int peer = -1;
+  int socket = -1;
+  std::unique_ptr<FrameConn> conn;
+  tcp_wire::Hello hello;
+  bool challenged = false;
+  bool done = false;
+  Clock::time_point retryAt{};
+  std::chrono::milliseconds backoff{10};
+};
+
+// A connection to our listener, until it proves to be a lower rank of this job (or is dropped).
+struct Incoming {
+  std::unique_ptr<FrameConn> conn;
+  tcp_wire::Hello hello;
+  Nonce nonce{};
+  bool helloSeen = false;
+};
+
+class PeerConnector {
+ public:
+  PeerConnector(TcpTransport::Setup& s) : s_(s) {}
+
+  void run() {
+    for (int p = s_.rank + 1; p < s_.nranks; ++p) {
+      for (int k = 0; k < s_.socketsPerPeer; ++k) {
+        Outgoing o;
+        o.peer = p;
+        o.socket = k;
+        start(o);
+        outgoing_.push_back(std::move(o));
+      }
+    }
+    remainingOut_ = outgoing_.size();
+    remainingIn_ = static_cast<size_t>(s_.rank) * static_cast<size_t>(s_.socketsPerPeer);
+    setNonBlocking(s_.listener, true);
+    while (remainingOut_ + remainingIn_ > 0) {
+      if (s_.abortFlag != nullptr && s_.abortFlag->load()) {
+        throwError(ternRemoteError, "tcp: rank %d: communicator aborted while connecting to its peers", s_.rank);
+      }
+      if (Clock::now() >= s_.deadline) throwTimeout();
+      pollOnce();
+    }
+    if (dropped_ > 0) {
+      TERN_LOG(kInfo, kNet, s_.rank, "dropped %d incoming connection(s) that did not authenticate", dropped_);
+    }
+  }
+
+ private:
+  // (Re)connects o and sends its hello with a fresh nonce.
+  void start(Outgoing& o) {
+    const SocketAddress& addr = s_.peers[o.peer].address;
+    Fd fd = connectTo(addr, s_.deadline, s_.abortFlag);
+    o.conn = std::make_unique<FrameConn>(std::move(fd), addr, s_.deadline);
+    o.hello = tcp_wire::Hello();
+    o.hello.fromRank = s_.rank;
+    o.hello.toRank = o.peer;
+    o.hello.socketIndex = o.socket;
+    o.hello.nonce = freshNonce();
+    o.challenged = false;
+    o.conn->queue(&o.hello, sizeof(o.hello));
+    o.conn->expect(sizeof(tcp_wire::Challenge));
+  }
+
+  [[noreturn]] void throwTimeout() {
+    std::string missing;
+    for (const auto& o : outgoing_) {
+      if (!o.done) missing += format(" %d", o.peer);
+    }
+    for (int p = 0; p < s_.rank; ++p) {
+      for (int k = 0; k < s_.socketsPerPeer; ++k) {
+        if (s_.channels[p][k] < 0) {
+          missing += format(" %d", p);
+          break;
+        }
+      }
+    }
+    throwError(ternTimeout, "tcp: rank %d: timed out (TERN_TIMEOUT) connecting to rank(s)%s", s_.rank, missing.c_str());
+  }
+
+  void pollOnce() {
+    std::vector<pollfd> fds;
+    fds.push_back({remainingIn_ > 0 ? s_.listener : -1, POLLIN, 0});
+    for (auto& o : outgoing_) {
+      if (!o.done && !o.conn && Clock::now() >= o.retryAt) start(o);
+      const bool idle = o.done || !o.conn;
+      fds.push_back({idle ? -1 : o.conn->fd(), idle ? short(0) : o.conn->pollEvents(), 0});
+    }
+    for (auto& in : incoming_) fds.push_back({in.conn->fd(), in.conn->pollEvents(), 0});
+    Clock::time_point wake = std::min(s_.deadline, Clock::now() + std::chrono::milliseconds(100));
+    for (auto& in : incoming_) wake = std::min(wake, in.conn->deadline());
+    for (auto& o : outgoing_) {
+      if (!o.done && !o.conn) wake = std::min(wake, o.retryAt);
+    }
+    auto waitMs = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count();
+    int r = ::poll(fds.data(), fds.size(), static_cast<int>(std::max<long long>(waitMs, 0) + 1));
+    if (r < 0 && errno != EINTR) throwSystemError("tcp: poll");
+    for (size_t i = 0; i < outgoing_.size(); ++i) {
+      if (fds[1 + i].revents != 0) serve(outgoing_[i]);
+    }
+    std::vector<bool> ready(incoming_.size());
+    for (size_t i = 0; i < incoming_.size(); ++i) ready[i] = fds[1 + outgoing_.size() + i].revents != 0;
+    std::deque<Incoming> keep;
+    const Clock::time_point now = Clock::now();
+    for (size_t i = 0; i < incoming_.size(); ++i) {
+      Incoming& in = incoming_[i];
+      if (ready[i] && !serve(in)) continue;
+      if (now >= in.conn->deadline()) {
+        TERN_LOG(kTrace, kNet, s_.rank, "dropped %s: no handshake within the window",
+                 in.conn->peer().toString().c_str());
+        ++dropped_;
+        continue;
+      }
+      keep.push_back(std::move(in));
+    }
+    incoming_ = std::move(keep);
+    if (fds[0].revents != 0) acceptNew();
+  }
+
+  void serve(Outgoing& o) {
+    const std::string addr = o.conn->peer().toString();
+    try {
+      if (!o.conn->advance()) return;
+    } catch (const Error& e) {
+      // The acceptor drops the oldest unauthenticated connections when strangers crowd it: connect again.
+      TERN_LOG(kTrace, kNet, s_.rank, "reconnecting to rank %d at %s: %s", o.peer, addr.c_str(), e.what());
+      o.conn.reset();
+      o.retryAt = Clock::now() + o.backoff;
+      o.backoff = std::min(o.backoff * 2, std::chrono::milliseconds(200));
+      return;
+    }
+    if (!o.challenged) {
+      tcp_wire::Challenge challenge;
+      std::memcpy(&challenge, o.conn->frame(), sizeof(challenge));
+      if (challenge.magic != tcp_wire::kHelloMagic || challenge.version != tcp_wire::kVersion ||
+          !macEqual(challenge.proof, tcp_wire::acceptorProof(s_.secret, s_.jobId, o.hello, challenge.nonce))) {
+        throwError(ternRemoteError,
+                   "tcp: rank %d: authentication failed: the peer listening at %s (rank %d in the bootstrap table) "
+                   "did not prove it knows the job secret; nothing was sent to it",
+                   s_.rank, addr.c_str(), o.peer);
+      }
+      tcp_wire::Proof proof;
+      proof.proof = tcp_wire::initiatorProof(s_.secret, s_.jobId, o.hello, challenge.nonce);
+      o.conn->queue(&proof, sizeof(proof));
+      o.conn->expect(sizeof(tcp_wire::Accept));
+      o.challenged = true;
+      serve(o);
+      return;
+    }
+    tcp_wire::Accept accept;
+    std::memcpy(&accept, o.conn->frame(), sizeof(accept));
+    if (accept.magic != tcp_wire::kAcceptMagic) {
+      throwError(ternRemoteError, "tcp: rank %d: rank %d at %s sent a malformed handshake answer", s_.rank, o.peer,
+                 addr.c_str());
+    }
+    s_.channels[o.peer][o.socket] = o.conn->releaseFd().release();
+    o.conn.reset();
+    o.done = true;
+    --remainingOut_;
+  }
+
+  void acceptNew() {
+    const size_t cap = kMaxStrangers + remainingIn_;
+    for (int i = 0; i < 64; ++i) {
+      SocketAddress peer;
+      bool outOfFds = false;
+      Fd fd = acceptNow(s_.listener, &peer, &outOfFds);
+      if (!fd) {
+        if (outOfFds) dropOldest();
+        return;
+      }
+      if (incoming_.size() >= cap) dropOldest();
+      Incoming in;
+      in.conn =
+          std::make_unique<FrameConn>(std::move(fd), peer, std::min(s_.deadline, Clock::now() + kHandshakeWindow));
+      in.conn->expect(sizeof(tcp_wire::Hello));
+      incoming_.push_back(std::move(in));
+    }
+  }
+
+  void dropOldest() {
+    if (incoming_.empty()) return;
+    TERN_LOG(kTrace, kNet, s_.rank, "too many unauthenticated connections, dropped the oldest (%s)",
+             incoming_.front().conn->peer().toString().c_str());
+    incoming_.pop_front();
+    ++dropped_;
+  }
+
+  // False when in is finished with (dropped, or now a channel).
+  bool serve(Incoming& in) {
+    const std::string from = in.conn->peer().toString();
+    try {
+      if (!in.conn->advance()) return true;
+      if (!in.helloSeen) {
+        std::memcpy(&in.hello, in.conn->frame(), sizeof(in.hello));
+        const tcp_wire::Hello& h = in.hello;
+        if (h.magic != tcp_wire::kHelloMagic || h.version != tcp_wire::kVersion || h.toRank != s_.rank ||
+            h.fromRank < 0 || h.fromRank >= s_.rank || h.socketIndex < 0 || h.socketIndex >= s_.socketsPerPeer) {
+          TERN_LOG(kTrace, kNet, s_.rank, "dropped %s: not a peer handshake of this job (rank %d socket %d)",
+                   from.c_str(), h.fromRank, h.socketIndex);
+          ++dropped_;
+          return false;
+        }
+        in.helloSeen = true;
+        in.nonce = freshNonce();
+        tcp_wire::Challenge challenge;
+        challenge.nonce = in.nonce;
+        challenge.proof = tcp_wire::acceptorProof(s_.secret, s_.jobId, in.hello, in.nonce);
+        in.conn->queue(&challenge, sizeof(challenge));
+        in.conn->expect(sizeof(tcp_wire::Proof));
+        // The proof may arrive within this very call: then no later poll would report it.
+        return serve(in);
+      }
+      tcp_wire::Proof proof;
+      std::memcpy(&proof, in.conn->frame(), sizeof(proof));
+      if (proof.magic != tcp_wire::kHelloMagic ||
+          !macEqual(proof.proof, tcp_wire::initiatorProof(s_.secret, s_.jobId, in.hello, in.nonce))) {
+        TERN_LOG(kWarn, kNet, s_.rank,
+                 "refused a connection from %s claiming to be rank %d: authentication failed (it does not know the "
+                 "job secret)",
+                 from.c_str(), in.hello.fromRank);
+        ++dropped_;
+        return false;
+      }
+      int& slot = s_.channels[in.hello.fromRank][in.hello.socketIndex];
+      if (slot >= 0) {
+        TERN_LOG(kWarn, kNet, s_.rank, "dropped a second connection from rank %d socket %d (%s)", in.hello.fromRank,
+                 in.hello.socketIndex, from.c_str());
+        return false;
+      }
+      tcp_wire::Accept accept;
+      in.conn->queue(&accept, sizeof(accept));
+      in.conn->flush(s_.deadline, s_.abortFlag);
+      slot = in.conn->releaseFd().release();
+      --remainingIn_;
+      return false;
+    } catch (const Error& e) {
+      TERN_LOG(kTrace, kNet, s_.rank, "dropped an incoming connection from %s: %s", from.c_str(), e.what());
+      ++dropped_;
+      return false;
+    }
+  }
+
+  TcpTransport::Setup& s_;
+  std::vector<Outgoing> outgoing_;
+  std::deque<Incoming> incoming_;  // oldest first
+  size_t remainingOut_ = 0;
+  size_t remainingIn_ = 0;
+  int dropped_ = 0;
+};
+
+}  // namespace
+
 std::unique_ptr<TcpTransport> TcpTransport::connect(int rank, int nranks, BootstrapResult& boot, const Secret& secret,
                                                     int socketsPerPeer, Clock::time_point deadline,
                                                     const std::atomic<bool>* abortFlag) {
   if (socketsPerPeer < 1) socketsPerPeer = 1;
   if (socketsPerPeer > 16) socketsPerPeer = 16;
+  if (static_cast<int>(boot.peers.size()) != nranks || rank < 0 || rank >= nranks) {
+    throwError(ternInternalError, "tcp: rank %d of %d got a bootstrap table of %zu ranks", rank, nranks,
+               boot.peers.size());
+  }
   std::unique_ptr<TcpTransport> t(new TcpTransport(rank, nranks, socketsPerPeer));
   for (int p = 0; p < nranks; ++p) {
     t->peerAddress_[p] = boot.peers[p].address.toString();
     t->sameHost_[p] = boot.peers[p].hostId == boot.peers[rank].hostId;
     for (int s = 0; s < socketsPerPeer; ++s) t->channels_[p][s].peer = p;
   }
-  // Lower ranks connect to higher ranks; a connect completes in the peer's listen backlog before it accepts, so
-  // doing all connects first and all accepts second cannot deadlock.
-  for (int p = rank + 1; p < nranks; ++p) {
-    for (int s = 0; s < socketsPerPeer; ++s) {
-      Fd fd = connectTo(boot.peers[p].address, deadline, abortFlag);
-      Hello hello;
-      hello.fromRank = rank;
-      hello.socketIndex = s;
-      hello.secret = secret;
-      sendExact(fd.get(), &hello, sizeof(hello), deadline, abortFlag, "tcp: send hello");
-      t->channels_[p][s].fd = fd.release();
+  std::vector<std::vector<int>> fds(nranks, std::vector<int>(socketsPerPeer, -1));
+  Setup setup{rank,   nranks,     socketsPerPeer, boot.peers, boot.listener.get(),
+              secret, boot.jobId, deadline,       abortFlag,  fds};
+  try {
+    PeerConnector(setup).run();
+  } catch (...) {
+    for (auto& peer : fds) {
+      for (int fd : peer) {
+        if (fd >= 0) ::close(fd);
+      }
     }
-  }
-  int expected = rank * socketsPerPeer;
-  while (expected > 0) {
-    Fd fd = acceptOne(boot.listener.get(), deadline, abortFlag);
-    Hello hello;
-    try {
-      auto helloDeadline = std::min(deadline, Clock::now() + std::chrono::seconds(10));
-      recvExact(fd.get(), &hello, sizeof(hello), helloDeadline, abortFlag, "tcp: read hello");
-    } catch (const Error& e) {
-      TERN_LOG(kWarn, kNet, rank, "dropped an incoming connection: %s", e.what());
-      continue;
-    }
-    if (hello.magic != kHelloMagic || !(hello.secret == secret)) {
-      TERN_LOG(kWarn, kNet, rank, "dropped an incoming connection that did not present the job secret");
-      continue;
-    }
-    if (hello.fromRank < 0 || hello.fromRank >= rank || hello.socketIndex < 0 || hello.socketIndex >= socketsPerPeer ||
-        t->channels_[hello.fromRank][hello.socketIndex].fd >= 0) {
-      TERN_LOG(kWarn, kNet, rank, "dropped an unexpected connection (rank %d socket %d)", hello.fromRank,
-               hello.socketIndex);
-      continue;
-    }
-    t->channels_[hello.fromRank][hello.socketIndex].fd = fd.release();
-    --expected;
+    throw;
   }
   boot.listener.reset();
+  for (int p = 0; p < nranks; ++p) {
+    for (int s = 0; s < socketsPerPeer; ++s) t->channels_[p][s].fd = fds[p][s];
+  }
   for (int p = 0; p < nranks; ++p) {
     if (p == rank) continue;
     for (auto& c : t->channels_[p]) setNonBlocking(c.fd, true);

@@ -21,8 +21,11 @@ namespace tern {
 
 class TcpTransport : public Transport {
  public:
-  // Connects this rank to every peer (lower ranks connect, higher ranks accept; connections presenting a wrong
-  // secret are dropped and logged).
+  // Connects this rank to every peer: lower ranks connect, higher ranks accept, all connections at once in one
+  // poll loop. Each connection is mutually authenticated over the job secret and bound to the bootstrap's job id
+  // and to the two ranks and the socket index (core/auth.hpp); a peer that cannot prove itself is refused with
+  // ternRemoteError naming its address, a stranger connecting to our listener is dropped and logged without ever
+  // delaying the real peers.
   static std::unique_ptr<TcpTransport> connect(int rank, int nranks, BootstrapResult& boot, const Secret& secret,
                                                int socketsPerPeer, Clock::time_point deadline,
                                                const std::atomic<bool>* abortFlag);
@@ -38,6 +41,20 @@ class TcpTransport : public Transport {
   // True if the peer's connections show end-of-file or an error without blocking: the liveness check that
   // other transports (shared memory) use for peers they otherwise only meet through memory.
   bool peerClosed(int peer);
+
+  // What the connection handshake works with (tcp_transport.cpp).
+  struct Setup {
+    int rank;
+    int nranks;
+    int socketsPerPeer;
+    const std::vector<PeerInfo>& peers;
+    int listener;
+    const Secret& secret;
+    const JobId& jobId;
+    Clock::time_point deadline;
+    const std::atomic<bool>* abortFlag;
+    std::vector<std::vector<int>>& channels;  // [peer][socket] -> fd, -1 until connected
+  };
 
   struct Header {
     uint64_t sequence;
@@ -83,5 +100,44 @@ class TcpTransport : public Transport {
   std::vector<bool> sameHost_;
   AbortSignal abortSignal_;
 };
+
+// The peer handshake on the wire (host byte order). Public for tests (fake peers) and fuzzers.
+namespace tcp_wire {
+
+inline constexpr uint32_t kHelloMagic = 0x4f4c4548;   // "HELO"
+inline constexpr uint32_t kAcceptMagic = 0x4b4f4c48;  // "HLOK"
+inline constexpr uint32_t kVersion = 2;
+
+struct Hello {  // initiator (lower rank) -> acceptor
+  uint32_t magic = kHelloMagic;
+  uint32_t version = kVersion;
+  int32_t fromRank = -1;
+  int32_t toRank = -1;
+  int32_t socketIndex = -1;
+  uint32_t reserved = 0;
+  Nonce nonce{};
+};
+
+struct Challenge {  // acceptor -> initiator: the acceptor proves itself first
+  uint32_t magic = kHelloMagic;
+  uint32_t version = kVersion;
+  Nonce nonce{};
+  Mac proof{};
+};
+
+struct Proof {  // initiator -> acceptor
+  uint32_t magic = kHelloMagic;
+  uint32_t reserved = 0;
+  Mac proof{};
+};
+
+struct Accept {  // acceptor -> initiator: the connection is in place
+  uint32_t magic = kAcceptMagic;
+};
+
+Mac acceptorProof(const Secret& secret, const JobId& jobId, const Hello& hello, const Nonce& acceptorNonce);
+Mac initiatorProof(const Secret& secret, const JobId& jobId, const Hello& hello, const Nonce& acceptorNonce);
+
+}  // namespace tcp_wire
 
 }  // namespace tern
