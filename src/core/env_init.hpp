@@ -21,7 +21,10 @@ struct LaunchEnv {
 // Open MPI (OMPI_COMM_WORLD_RANK/SIZE), PMI (PMI_RANK/PMI_SIZE), Slurm (SLURM_PROCID/SLURM_NTASKS).
 // Root: TERN_ROOT_ADDR, else MASTER_ADDR with TERN_ROOT_PORT or MASTER_PORT+1 (torchrun's own store already
 // uses MASTER_PORT), else 127.0.0.1:29517 when every rank is on this node. Secret: TERN_SECRET (32 hex digits),
-// else derived from the root address and the launcher's job id (weaker: say so in docs).
+// else TERN_SECRET_FILE (a file holding them), else with TERN_INSECURE=1 one derived from the root address and the
+// launcher's job ids (public: logged as a warning), else, when every rank is on this host, a random one that rank 0
+// leaves for the others in a file private to the user; a job spanning hosts without a secret is refused
+// (ternInvalidUsage saying how to give one; docs/SECURITY.md).
 // Throws ternInvalidArgument naming what is missing.
 LaunchEnv readLaunchEnv();
 
