@@ -1,8 +1,14 @@
 #include "options.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string_view>
 
@@ -20,15 +26,18 @@ Every rank gets the launcher's environment plus:
   TERN_LOCAL_RANK=i        index among the ranks this tern-run started, 0..N-1 (i above)
   TERN_LOCAL_SIZE=N        ranks this tern-run started
   TERN_ROOT_ADDR=HOST:PORT where rank 0 listens (default 127.0.0.1 and a port that was free at launch)
-  TERN_SECRET=HEX          32 lowercase hex digits (128 bits) shared by the job's ranks (--secret, or random)
+  TERN_SECRET=HEX          32 lowercase hex digits (128 bits) shared by the job's ranks (--secret-file, --secret,
+                           or random); ranks prove they know it without sending it (docs/SECURITY.md)
 Children run in their own process groups with stdin on /dev/null. SIGINT, SIGTERM and SIGHUP sent to
 tern-run are forwarded to every rank's process group.
 
 Several machines (or network namespaces): run one tern-run per node, each with its own --rank-offset, the
-same --world-size, --root-addr (an address of the node that runs rank 0) and --secret, e.g. for 2 nodes x 2:
-  node A: tern-run -n 2 --rank-offset 0 --world-size 4 --root-addr 10.0.0.1:29500 --secret $S prog
-  node B: tern-run -n 2 --rank-offset 2 --world-size 4 --root-addr 10.0.0.1:29500 --secret $S prog
-with S=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n'). Each tern-run supervises only its own ranks; a rank
+same --world-size, --root-addr (an address of the node that runs rank 0) and secret, e.g. for 2 nodes x 2:
+  node A: tern-run -n 2 --rank-offset 0 --world-size 4 --root-addr 10.0.0.1:29500 --secret-file ~/.tern/job prog
+  node B: tern-run -n 2 --rank-offset 2 --world-size 4 --root-addr 10.0.0.1:29500 --secret-file ~/.tern/job prog
+with the file made once by (umask 077; openssl rand -hex 16 > ~/.tern/job) on a shared home, or copied to each
+node (--secret HEX32 works too, but shows the secret to every user of the node in ps). Each tern-run
+supervises only its own ranks; a rank
 that fails makes its peers on other nodes fail too (tern turns a lost peer into an error), so every
 tern-run ends.
 
@@ -52,6 +61,39 @@ class HelpFormatter : public CLI::Formatter {
 ParseOutcome UsageError(const std::string& message) {
   std::fprintf(stderr, "tern-run: %s (see tern-run --help)\n", message.c_str());
   return ParseOutcome{std::nullopt, kUsageExitCode};
+}
+
+// The file's content without surrounding whitespace, or nullopt with *why set. A file other users can read is
+// refused: the secret is what keeps them out of the job.
+std::optional<std::string> ReadSecretFile(const std::string& path, std::string* why) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *why = std::strerror(errno);
+    return std::nullopt;
+  }
+  struct stat st {};
+  std::string text;
+  if (::fstat(fd, &st) == 0 && (st.st_mode & 077) != 0) {
+    ::close(fd);
+    *why = "other users can read it (chmod 600 it)";
+    return std::nullopt;
+  }
+  char buf[256];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || text.size() > 4096) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  size_t b = text.find_first_not_of(" \t\r\n");
+  size_t e = text.find_last_not_of(" \t\r\n");
+  text = b == std::string::npos ? std::string() : text.substr(b, e - b + 1);
+  if (text.size() != 32) {
+    *why = "expected 32 hex digits (128 bits)";
+    return std::nullopt;
+  }
+  return text;
 }
 
 // 32 hex digits, any case: what the library's Secret::fromHex accepts.
@@ -83,6 +125,7 @@ ParseOutcome ParseOptions(int argc, char** argv) {
   std::optional<int> rank_stride;
   std::optional<int> world_size;
   std::string bind_to = "auto";
+  std::optional<std::string> secret_file;
 
   CLI::App app{"tern-run: start N ranks of a tern job on this machine and supervise them.", "tern-run"};
   app.formatter(std::make_shared<HelpFormatter>());
@@ -100,12 +143,16 @@ ParseOutcome ParseOptions(int argc, char** argv) {
       ->option_text("S");
   app.add_option("--world-size", world_size,
                  "Ranks in the whole job, across every tern-run (default: the highest rank started here + 1); needs "
-                 "--root-addr and --secret when larger than -n")
+                 "--root-addr and --secret-file (or --secret) when larger than -n")
       ->option_text("W");
   app.add_option("--secret", opts.secret,
                  "The job's secret, exported as TERN_SECRET; give every tern-run of a multi-node job the same one "
                  "(default: 128 random bits)")
       ->option_text("HEX32");
+  app.add_option("--secret-file", secret_file,
+                 "Read the job's secret (32 hex digits) from PATH instead of the command line, where any user of the "
+                 "machine can see it in ps")
+      ->option_text("PATH");
   // allow_extra_args(false): each -x takes exactly one value, so `-x A=1 prog` does not swallow prog.
   app.add_option("-x", env_specs, "Set an extra environment variable for every rank (repeatable)")
       ->option_text("NAME=VALUE")
@@ -173,6 +220,14 @@ ParseOutcome ParseOptions(int argc, char** argv) {
                       (opts.rank_stride > 1 ? ", --rank-stride " + std::to_string(opts.rank_stride) : "") +
                       ") does not fit --world-size " + std::to_string(opts.world_size));
   }
+  if (secret_file) {
+    if (opts.secret) return UsageError("give either --secret or --secret-file, not both");
+    std::string why;
+    opts.secret = ReadSecretFile(*secret_file, &why);
+    if (!opts.secret) return UsageError("--secret-file " + *secret_file + ": " + why);
+    // Not echoed back as --secret's message would: it may be a real secret with a typo.
+    if (!IsValidSecret(*opts.secret)) return UsageError("--secret-file " + *secret_file + ": expected 32 hex digits");
+  }
   if (opts.secret) {
     if (!IsValidSecret(*opts.secret)) {
       return UsageError("--secret expects 32 hex digits (128 bits), got '" + *opts.secret + "'");
@@ -190,7 +245,8 @@ ParseOutcome ParseOptions(int argc, char** argv) {
     }
     if (!opts.secret) {
       return UsageError("a job spread over several tern-runs (-n " + std::to_string(opts.nprocs) + " < --world-size " +
-                        std::to_string(opts.world_size) + ") needs --secret HEX32, the same for every node");
+                        std::to_string(opts.world_size) +
+                        ") needs --secret-file PATH (or --secret HEX32), the same secret for every node");
     }
   }
   if (opts.root_addr && !IsValidRootAddr(*opts.root_addr)) {
@@ -206,7 +262,7 @@ ParseOutcome ParseOptions(int argc, char** argv) {
       if (name == reserved) {
         return UsageError("-x cannot set " + name + ": tern-run sets it" +
                           (name == "TERN_ROOT_ADDR"    ? std::string(" (use --root-addr)")
-                           : name == "TERN_SECRET"     ? std::string(" (use --secret)")
+                           : name == "TERN_SECRET"     ? std::string(" (use --secret-file or --secret)")
                            : name == "TERN_RANK"       ? std::string(" (use --rank-offset)")
                            : name == "TERN_WORLD_SIZE" ? std::string(" (use --world-size)")
                                                        : std::string()));

@@ -19,7 +19,7 @@ struct Options {
   int rank_stride = 1;                   // their global ranks: rank_offset + i * rank_stride (--rank-stride)
   int world_size = 0;                    // ranks in the whole job (--world-size; default: highest rank + 1)
   std::optional<std::string> root_addr;  // HOST:PORT; unset means "find a free local port"
-  std::optional<std::string> secret;     // 32 lowercase hex digits (--secret); unset means "make a fresh one"
+  std::optional<std::string> secret;     // 32 lowercase hex digits (--secret or --secret-file); unset: make a fresh one
   std::vector<std::pair<std::string, std::string>> extra_env;  // from -x NAME=VALUE, in command-line order
   bool tag_output = true;
   int grace_ms = 3000;
