@@ -145,12 +145,16 @@ void Communicator::allgatherBytes(const void* input, void* output, size_t bytes,
 }
 
 std::shared_ptr<const topo::JobTopology> Communicator::assembleJobTopology(Clock::time_point deadline) {
-  bool cached = false;
-  const std::shared_ptr<const topo::LocalTopology> local = topo::processLocalTopology(knobs().topoFile, &cached);
   topo::RankRecord mine;
   mine.hostId = hostIds_[rank_];
   mine.numaOsIndex = topo::boundNumaNode();
   const bool hostLeader = std::find(hostIds_.begin(), hostIds_.end(), hostIds_[rank_]) - hostIds_.begin() == rank_;
+  // Only the lowest rank of each host describes it, so only it detects: the others of its host neither pay for
+  // detection nor slow it down by detecting beside it. A file is cheap to read, and every rank reads it so that a
+  // bad one fails init everywhere with the same message.
+  bool cached = false;
+  std::shared_ptr<const topo::LocalTopology> local;
+  if (hostLeader || inproc_ || !knobs().topoFile.empty()) local = topo::processLocalTopology(knobs().topoFile, &cached);
   if (hostLeader) mine.host = local->host;
   if (rank_ == 0) mine.network = local->network;
   // Every rank decodes every record, its own included, so that all of them assemble the job from the same bytes
@@ -194,9 +198,13 @@ std::shared_ptr<const topo::JobTopology> Communicator::assembleJobTopology(Clock
   auto job = std::make_shared<const topo::JobTopology>(
       topo::assembleJobFromRecords(records, topo::NetKind::kEthernet, &hostIds_));
   const std::string speed = job->network.speedGbps > 0 ? format(" %g Gb/s", job->network.speedGbps) : "";
-  TERN_LOG(kInfo, kTopo, rank_, "topology: host %s (%s, %.1f ms%s), NUMA node %d; job: %zu hosts, network %s%s",
-           hostIds_[rank_].c_str(), local->source.c_str(), local->seconds * 1e3, cached ? ", cached" : "",
-           mine.numaOsIndex, job->hosts.size(), topo::netKindName(job->network.kind), speed.c_str());
+  const std::string source =
+      !local       ? std::string("described by a lower rank")
+      : hostLeader ? format("%s, %.1f ms%s", local->source.c_str(), local->seconds * 1e3, cached ? ", cached" : "")
+                   : local->source + ", described by a lower rank";
+  TERN_LOG(kInfo, kTopo, rank_, "topology: host %s (%s), NUMA node %d; job: %zu hosts, network %s%s",
+           hostIds_[rank_].c_str(), source.c_str(), mine.numaOsIndex, job->hosts.size(),
+           topo::netKindName(job->network.kind), speed.c_str());
   // Rank 0 of the first communicator writes what the job saw; later ones (splits) would overwrite it with a part.
   static std::atomic<bool> dumped{false};
   if (rank_ == 0 && !knobs().topoDumpFile.empty() && !dumped.exchange(true)) {
