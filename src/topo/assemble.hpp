@@ -1,12 +1,9 @@
-// Building the whole-job topology at communicator init. Every rank describes itself (its host's topology, its GPU,
-// its NUMA node) in a RankReport; the reports are exchanged (an allgather of encodeRankReport() strings); every rank
-// then calls assembleJob() on the same list and gets the same JobTopology. Ranks whose hosts have the same host id
-// are on one host (topo/host_id.hpp), and that host's graph is taken from the lowest such rank.
+// Building the whole-job topology at communicator init. The communicator uses RankRecord (below): every rank sends
+// where it is (host id, NUMA node) and the lowest rank of each host also sends that host's graph; every rank
+// decodes all records and calls assembleJobFromRecords() on the same list, so every rank gets the same JobTopology.
 //
-//   std::string mine = encodeRankReport(localRankReport(gpuBusId, numaNode));
-//   std::vector<std::string> all = allgather(mine);               // bootstrap's job
-//   std::vector<RankReport> reports;
-//   for (int r = 0; r < n; ++r) reports.push_back(decodeRankReport(all[r], r));
+// RankReport is the older, self-contained form (every report carries its whole host), kept for tools and tests:
+//   std::vector<RankReport> reports;  // decodeRankReport(allgathered[r], r)
 //   JobTopology job = assembleJob(reports);
 //   JobPaths paths(job);                                           // topo/paths.hpp
 //   RankPath p = paths.between(rank, peer);                        // p.linkClass, p.bandwidth, p.latencyUs
