@@ -89,7 +89,12 @@ UcxTransport::~UcxTransport() {
 
 void UcxTransport::shutdown() {
   cancelOutstanding();
-  worker_->drain();
+  bool healthy = !failure_.failed() && !abortSignal_.raised();
+  // After a failure the worker is never progressed again. A receive UCX has already matched cannot be cancelled,
+  // and driving the worker would let a live peer's remaining fragments land in a buffer the failed call has
+  // already released (its scratch, or the caller's buffer after the error returned). Destroying the worker without
+  // progress drops whatever is still in flight.
+  if (healthy) worker_->drain();
   // Release what completed; requests UCX still holds are handed back to it (their callbacks may still run and
   // only touch Op records, which live until this object is gone).
   for (Op* op : live_) {
@@ -98,7 +103,6 @@ void UcxTransport::shutdown() {
     registrations_->release(op->lease);
     op->lease = {};
   }
-  bool healthy = !failure_.failed() && !abortSignal_.raised();
   if (healthy) {
     // Sends complete locally (data handed to UCX); make sure it left this process before the endpoints go.
     ucp_request_param_t param{};
@@ -107,13 +111,19 @@ void UcxTransport::shutdown() {
   }
   // Force-close where UCX allows it (peer error handling on both sides): a graceful close would wait for each
   // peer to take part, and a peer may be gone or busy elsewhere. Other endpoints close by flushing, bounded.
+  // A failed transport only starts the closes (no progress, see above); the worker's destruction finishes them.
   auto deadline = Clock::now() + std::chrono::milliseconds(kCloseMs);
   for (Peer& p : peers_) {
     if (p.ep == nullptr) continue;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = p.peerErrors ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-    waitRequest(*worker_, ucp_ep_close_nbx(p.ep, &param), deadline);
+    void* request = ucp_ep_close_nbx(p.ep, &param);
+    if (healthy) {
+      waitRequest(*worker_, request, deadline);
+    } else if (request != nullptr && !UCS_PTR_IS_ERR(request)) {
+      ucp_request_free(request);
+    }
     p.ep = nullptr;
   }
 }
