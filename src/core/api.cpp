@@ -4,8 +4,10 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,8 +28,16 @@
 
 #define TERN_API extern "C" __attribute__((visibility("default")))
 
+// The handle the user holds. A call takes a reference to the communicator (acquireComm) and works on that, so an
+// abort or destroy from another thread drops only the handle's reference: the communicator is freed when the last
+// call leaves. A destroyed handle stays readable for a while (retireComm's quarantine), so that using it is
+// reported as an invalid argument instead of reading freed memory.
 struct ternComm {
-  std::unique_ptr<tern::Communicator> impl;
+  static constexpr uint64_t kLive = 0x7465726e636f6d6dull;       // "terncomm"
+  static constexpr uint64_t kDestroyed = 0x646561642d636f6dull;  // "dead-com"
+  std::atomic<uint64_t> magic{kLive};
+  std::mutex mutex;                          // guards impl against a concurrent destroy
+  std::shared_ptr<tern::Communicator> impl;  // null once destroyed
 };
 
 struct ternCompressor {
@@ -64,9 +74,51 @@ ternResult_t guarded(F&& body) {
   }
 }
 
-Communicator& checkComm(ternComm_t comm, const char* fn) {
-  if (comm == nullptr || !comm->impl) throwError(ternInvalidArgument, "%s: comm is NULL", fn);
-  return *comm->impl;
+using CommRef = std::shared_ptr<Communicator>;
+
+// The communicator behind comm, with a reference held for the call; NULL, destroyed or foreign handles are invalid
+// arguments.
+CommRef acquireComm(ternComm_t comm, const char* fn) {
+  if (comm == nullptr) throwError(ternInvalidArgument, "%s: comm is NULL", fn);
+  if (comm->magic.load(std::memory_order_acquire) != ternComm::kLive) {
+    throwError(ternInvalidArgument,
+               "%s: comm %p was destroyed (ternCommDestroy/ternCommAbort) or is not a communicator", fn,
+               static_cast<void*>(comm));
+  }
+  std::lock_guard<std::mutex> lock(comm->mutex);
+  if (!comm->impl) throwError(ternInvalidArgument, "%s: comm %p was destroyed", fn, static_cast<void*>(comm));
+  return comm->impl;
+}
+
+// Destroyed handles kept (and still marked destroyed) before their memory is reused: enough for a program's
+// late calls on recently destroyed communicators to be caught, bounded for programs that make many.
+constexpr size_t kRetiredHandles = 4096;
+
+// Marks comm destroyed and takes its reference; only the first of concurrent destroys gets it (null otherwise).
+CommRef retireComm(ternComm_t comm, const char* fn) {
+  uint64_t live = ternComm::kLive;
+  if (!comm->magic.compare_exchange_strong(live, ternComm::kDestroyed, std::memory_order_acq_rel)) {
+    throwError(ternInvalidArgument, "%s: comm %p was already destroyed or is not a communicator", fn,
+               static_cast<void*>(comm));
+  }
+  CommRef impl;
+  {
+    std::lock_guard<std::mutex> lock(comm->mutex);
+    impl = std::move(comm->impl);
+  }
+  static std::mutex retiredMutex;
+  static auto* retired = new std::deque<ternComm*>();  // never freed: reachable, so not reported as a leak
+  ternComm* oldest = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(retiredMutex);
+    retired->push_back(comm);
+    if (retired->size() > kRetiredHandles) {
+      oldest = retired->front();
+      retired->pop_front();
+    }
+  }
+  delete oldest;
+  return impl;
 }
 
 void checkBuffer(const void* p, size_t count, const char* fn, const char* name) {
@@ -101,9 +153,9 @@ struct PendingGroupOp {
 thread_local int groupDepth = 0;
 thread_local std::vector<PendingGroupOp> groupOps;
 
-// Submits op now (or records it in the open group); with request != NULL it is asynchronous.
-ternResult_t launch(ternComm_t comm, std::shared_ptr<Operation> op, ternRequest_t* request) {
-  Communicator& c = *comm->impl;
+// Submits op now (or records it in the open group); with request != NULL it is asynchronous. c is comm's
+// communicator, held by the caller.
+ternResult_t launch(ternComm_t comm, Communicator& c, std::shared_ptr<Operation> op, ternRequest_t* request) {
   if (groupDepth > 0) {
     if (request != nullptr) *request = nullptr;
     // Consecutive point-to-point calls on one communicator merge into one batch that runs at GroupEnd.
@@ -170,12 +222,12 @@ ternResult_t allReduce(const void* s, void* r, size_t count, ternDataType_t dt, 
                        ternRequest_t* req) {
   return guarded([&] {
     const char* fn = "ternAllReduce";
-    checkComm(comm, fn);
+    const CommRef ref = acquireComm(comm, fn);
+    Communicator& c = *ref;
     checkedBytes(count, 1, dt, fn);
     checkOp(op, fn);
     checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
-    Communicator& c = *comm->impl;
     auto o = makeOp(Collective::kAllReduce, s, r, count, dt, op, 0);
     o->args.inPlace = s == r;
     // TERN_COMPRESS: compress large float sum/avg allreduces of unmodified programs where the cost model says it
@@ -187,7 +239,7 @@ ternResult_t allReduce(const void* s, void* r, size_t count, ternDataType_t dt, 
         c.compressionPays(o->args, k.compress)) {
       o->compressor = c.defaultCompressor(r, count, dt);
     }
-    return launch(comm, o, req);
+    return launch(comm, *ref, o, req);
   });
 }
 
@@ -214,7 +266,7 @@ ternResult_t allReduceCompressed(const void* s, void* r, size_t count, ternDataT
                                  ternCompressor_t comp, ternComm_t comm, ternRequest_t* req) {
   return guarded([&] {
     const char* fn = "ternAllReduceCompressed";
-    checkComm(comm, fn);
+    const CommRef ref = acquireComm(comm, fn);
     checkedBytes(count, 1, dt, fn);
     checkCompressedOp(op, fn);
     Compressor& c = checkCompressor(comp, fn);
@@ -224,7 +276,7 @@ ternResult_t allReduceCompressed(const void* s, void* r, size_t count, ternDataT
     auto o = makeOp(Collective::kAllReduce, s, r, count, dt, op, 0);
     o->args.inPlace = s == r;
     o->compressor = &c;
-    return launch(comm, o, req);
+    return launch(comm, *ref, o, req);
   });
 }
 
@@ -232,7 +284,8 @@ ternResult_t allGatherCompressed(const void* s, void* r, size_t count, ternDataT
                                  ternComm_t comm, ternRequest_t* req) {
   return guarded([&] {
     const char* fn = "ternAllGatherCompressed";
-    Communicator& cm = checkComm(comm, fn);
+    const CommRef ref = acquireComm(comm, fn);
+    Communicator& cm = *ref;
     size_t bytes = checkedBytes(count, cm.size(), dt, fn);
     Compressor& c = checkCompressor(comp, fn);
     checkCompressorFits(c, count, dt, fn);
@@ -241,7 +294,7 @@ ternResult_t allGatherCompressed(const void* s, void* r, size_t count, ternDataT
     auto o = makeOp(Collective::kAllGather, s, r, count, dt, ternSum, 0);
     o->args.inPlace = s == static_cast<const char*>(r) + bytes * cm.rank();
     o->compressor = &c;
-    return launch(comm, o, req);
+    return launch(comm, *ref, o, req);
   });
 }
 
@@ -249,7 +302,8 @@ ternResult_t reduceScatterCompressed(const void* s, void* r, size_t count, ternD
                                      ternCompressor_t comp, ternComm_t comm, ternRequest_t* req) {
   return guarded([&] {
     const char* fn = "ternReduceScatterCompressed";
-    Communicator& cm = checkComm(comm, fn);
+    const CommRef ref = acquireComm(comm, fn);
+    Communicator& cm = *ref;
     size_t bytes = checkedBytes(count, cm.size(), dt, fn);
     checkCompressedOp(op, fn);
     Compressor& c = checkCompressor(comp, fn);
@@ -259,20 +313,21 @@ ternResult_t reduceScatterCompressed(const void* s, void* r, size_t count, ternD
     auto o = makeOp(Collective::kReduceScatter, s, r, count, dt, op, 0);
     o->args.inPlace = static_cast<const char*>(s) + bytes * cm.rank() == r;
     o->compressor = &c;
-    return launch(comm, o, req);
+    return launch(comm, *ref, o, req);
   });
 }
 
 ternResult_t allGather(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm, ternRequest_t* req) {
   return guarded([&] {
     const char* fn = "ternAllGather";
-    Communicator& c = checkComm(comm, fn);
+    const CommRef ref = acquireComm(comm, fn);
+    Communicator& c = *ref;
     size_t bytes = checkedBytes(count, c.size(), dt, fn);
     checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
     auto o = makeOp(Collective::kAllGather, s, r, count, dt, ternSum, 0);
     o->args.inPlace = s == static_cast<const char*>(r) + bytes * c.rank();
-    return launch(comm, o, req);
+    return launch(comm, *ref, o, req);
   });
 }
 
@@ -280,14 +335,15 @@ ternResult_t reduceScatter(const void* s, void* r, size_t count, ternDataType_t 
                            ternRequest_t* req) {
   return guarded([&] {
     const char* fn = "ternReduceScatter";
-    Communicator& c = checkComm(comm, fn);
+    const CommRef ref = acquireComm(comm, fn);
+    Communicator& c = *ref;
     size_t bytes = checkedBytes(count, c.size(), dt, fn);
     checkOp(op, fn);
     checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
     auto o = makeOp(Collective::kReduceScatter, s, r, count, dt, op, 0);
     o->args.inPlace = static_cast<const char*>(s) + bytes * c.rank() == r;
-    return launch(comm, o, req);
+    return launch(comm, *ref, o, req);
   });
 }
 
@@ -295,14 +351,15 @@ ternResult_t broadcast(const void* s, void* r, size_t count, ternDataType_t dt, 
                        ternRequest_t* req) {
   return guarded([&] {
     const char* fn = "ternBroadcast";
-    Communicator& c = checkComm(comm, fn);
+    const CommRef ref = acquireComm(comm, fn);
+    Communicator& c = *ref;
     checkedBytes(count, 1, dt, fn);
     checkRank(root, c.size(), fn, "root");
     if (c.rank() == root) checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
     auto o = makeOp(Collective::kBroadcast, s, r, count, dt, ternSum, root);
     o->args.inPlace = s == r;
-    return launch(comm, o, req);
+    return launch(comm, *ref, o, req);
   });
 }
 
@@ -310,7 +367,8 @@ ternResult_t reduceRoot(const void* s, void* r, size_t count, ternDataType_t dt,
                         ternComm_t comm, ternRequest_t* req) {
   return guarded([&] {
     const char* fn = "ternReduce";
-    Communicator& c = checkComm(comm, fn);
+    const CommRef ref = acquireComm(comm, fn);
+    Communicator& c = *ref;
     checkedBytes(count, 1, dt, fn);
     checkOp(op, fn);
     checkRank(root, c.size(), fn, "root");
@@ -318,20 +376,21 @@ ternResult_t reduceRoot(const void* s, void* r, size_t count, ternDataType_t dt,
     if (c.rank() == root) checkBuffer(r, count, fn, "recvbuff");
     auto o = makeOp(Collective::kReduce, s, c.rank() == root ? r : nullptr, count, dt, op, root);
     o->args.inPlace = s == r && c.rank() == root;
-    return launch(comm, o, req);
+    return launch(comm, *ref, o, req);
   });
 }
 
 ternResult_t alltoall(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm, ternRequest_t* req) {
   return guarded([&] {
     const char* fn = "ternAlltoAll";
-    Communicator& c = checkComm(comm, fn);
+    const CommRef ref = acquireComm(comm, fn);
+    Communicator& c = *ref;
     checkedBytes(count, c.size(), dt, fn);
     checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
     auto o = makeOp(Collective::kAlltoAll, s, r, count, dt, ternSum, 0);
     o->args.inPlace = s == r;
-    return launch(comm, o, req);
+    return launch(comm, *ref, o, req);
   });
 }
 
@@ -339,7 +398,8 @@ ternResult_t alltoallv(const void* s, const size_t sc[], const size_t sd[], void
                        const size_t rd[], ternDataType_t dt, ternComm_t comm, ternRequest_t* req) {
   return guarded([&] {
     const char* fn = "ternAlltoAllv";
-    Communicator& c = checkComm(comm, fn);
+    const CommRef ref = acquireComm(comm, fn);
+    Communicator& c = *ref;
     checkedBytes(0, 1, dt, fn);
     if (sc == nullptr || sd == nullptr || rc == nullptr || rd == nullptr) {
       throwError(ternInvalidArgument, "%s: counts/displacements arrays must not be NULL", fn);
@@ -362,7 +422,7 @@ ternResult_t alltoallv(const void* s, const size_t sc[], const size_t sd[], void
     checkBuffer(s, sendTotal, fn, "sendbuff");
     checkBuffer(r, recvTotal, fn, "recvbuff");
     o->args.inPlace = s == r;
-    return launch(comm, o, req);
+    return launch(comm, *ref, o, req);
   });
 }
 
@@ -370,20 +430,21 @@ ternResult_t pointToPoint(bool isSend, const void* buf, size_t count, ternDataTy
                           ternRequest_t* req) {
   return guarded([&] {
     const char* fn = isSend ? "ternSend" : "ternRecv";
-    Communicator& c = checkComm(comm, fn);
+    const CommRef ref = acquireComm(comm, fn);
+    Communicator& c = *ref;
     size_t bytes = checkedBytes(count, 1, dt, fn);
     checkRank(peer, c.size(), fn, "peer");
     checkBuffer(buf, count, fn, isSend ? "sendbuff" : "recvbuff");
     auto o = makeOp(Collective::kPointToPoint, nullptr, nullptr, count, dt, ternSum, 0);
     o->transfers.push_back({isSend, peer, const_cast<void*>(buf), bytes});
-    return launch(comm, o, req);
+    return launch(comm, *ref, o, req);
   });
 }
 
 ternResult_t barrier(ternComm_t comm, ternRequest_t* req) {
   return guarded([&] {
-    checkComm(comm, "ternBarrier");
-    return launch(comm, makeOp(Collective::kBarrier, nullptr, nullptr, 0, ternUint8, ternSum, 0), req);
+    const CommRef ref = acquireComm(comm, "ternBarrier");
+    return launch(comm, *ref, makeOp(Collective::kBarrier, nullptr, nullptr, 0, ternUint8, ternSum, 0), req);
   });
 }
 
@@ -395,8 +456,9 @@ ternResult_t initRank(ternComm_t* comm, int nranks, const ternUniqueId& commId, 
     checkRank(rank, nranks, "ternCommInitRank", "rank");
     UniqueIdData id = UniqueIdData::unpack(commId);
     CommOptions opts = resolveOptions(config);
-    auto impl = Communicator::create(nranks, id, rank, opts);
-    *comm = new ternComm{std::move(impl)};
+    auto handle = std::make_unique<ternComm>();
+    handle->impl = Communicator::share(Communicator::create(nranks, id, rank, opts));
+    *comm = handle.release();
     return ternSuccess;
   });
 }
@@ -438,9 +500,13 @@ TERN_API const char* ternGetErrorString(ternResult_t r) {
 }
 
 TERN_API const char* ternGetLastError(ternComm_t comm) {
-  if (lastErrorMessage.empty() && comm != nullptr && comm->impl) {
+  if (lastErrorMessage.empty() && comm != nullptr) {
     static thread_local std::string commError;
-    commError = comm->impl->lastError();
+    try {
+      commError = acquireComm(comm, "ternGetLastError")->lastError();
+    } catch (const Error& e) {
+      commError = e.what();
+    }
     return commError.c_str();
   }
   return lastErrorMessage.c_str();
@@ -448,7 +514,8 @@ TERN_API const char* ternGetLastError(ternComm_t comm) {
 
 TERN_API ternResult_t ternCommGetAsyncError(ternComm_t comm, ternResult_t* asyncError) {
   return guarded([&] {
-    Communicator& c = checkComm(comm, "ternCommGetAsyncError");
+    const CommRef ref = acquireComm(comm, "ternCommGetAsyncError");
+    Communicator& c = *ref;
     if (asyncError == nullptr) throwError(ternInvalidArgument, "ternCommGetAsyncError: asyncError is NULL");
     *asyncError = c.asyncError();
     return ternSuccess;
@@ -501,7 +568,8 @@ TERN_API ternResult_t ternCommInitFromEnv(ternComm_t* comm, ternConfig_t* config
 TERN_API ternResult_t ternCommSplit(ternComm_t comm, int color, int key, ternComm_t* newcomm, ternConfig_t* config) {
   return guarded([&]() -> ternResult_t {
     const char* fn = "ternCommSplit";
-    Communicator& c = checkComm(comm, fn);
+    const CommRef ref = acquireComm(comm, fn);
+    Communicator& c = *ref;
     if (newcomm == nullptr) throwError(ternInvalidArgument, "%s: newcomm is NULL", fn);
     *newcomm = nullptr;
     int n = c.size();
@@ -546,7 +614,9 @@ TERN_API ternResult_t ternCommSplit(ternComm_t comm, int color, int key, ternCom
 TERN_API ternResult_t ternCommDestroy(ternComm_t comm) {
   return guarded([&] {
     if (comm == nullptr) return ternSuccess;
-    delete comm;
+    // Calls still inside on other threads keep the communicator until they leave; the last reference frees it.
+    CommRef impl = retireComm(comm, "ternCommDestroy");
+    impl.reset();
     return ternSuccess;
   });
 }
@@ -554,8 +624,9 @@ TERN_API ternResult_t ternCommDestroy(ternComm_t comm) {
 TERN_API ternResult_t ternCommAbort(ternComm_t comm) {
   return guarded([&] {
     if (comm == nullptr) return ternSuccess;
-    if (comm->impl) comm->impl->abort(format("ternCommAbort called on rank %d", comm->impl->rank()));
-    delete comm;
+    CommRef impl = acquireComm(comm, "ternCommAbort");
+    impl->abort(format("ternCommAbort called on rank %d", impl->rank()));
+    CommRef handles = retireComm(comm, "ternCommAbort");
     return ternSuccess;
   });
 }
@@ -580,7 +651,8 @@ TERN_API ternResult_t ternMemFree(void* ptr) {
 
 TERN_API ternResult_t ternCommCount(const ternComm_t comm, int* count) {
   return guarded([&] {
-    Communicator& c = checkComm(comm, "ternCommCount");
+    const CommRef ref = acquireComm(comm, "ternCommCount");
+    Communicator& c = *ref;
     if (count == nullptr) throwError(ternInvalidArgument, "ternCommCount: count is NULL");
     *count = c.size();
     return ternSuccess;
@@ -589,7 +661,8 @@ TERN_API ternResult_t ternCommCount(const ternComm_t comm, int* count) {
 
 TERN_API ternResult_t ternCommUserRank(const ternComm_t comm, int* rank) {
   return guarded([&] {
-    Communicator& c = checkComm(comm, "ternCommUserRank");
+    const CommRef ref = acquireComm(comm, "ternCommUserRank");
+    Communicator& c = *ref;
     if (rank == nullptr) throwError(ternInvalidArgument, "ternCommUserRank: rank is NULL");
     *rank = c.rank();
     return ternSuccess;
@@ -709,13 +782,16 @@ TERN_API ternResult_t ternGroupEnd(void) {
   if (--groupDepth > 0) return ternSuccess;
   std::vector<PendingGroupOp> ops;
   ops.swap(groupOps);
-  if (ops.size() == 1) return guarded([&] { return launch(ops[0].comm, ops[0].op, nullptr); });
+  if (ops.size() == 1) {
+    return guarded([&] { return launch(ops[0].comm, *acquireComm(ops[0].comm, "ternGroupEnd"), ops[0].op, nullptr); });
+  }
   // Several communicators (e.g. one thread driving several ranks): start all, then wait for all, so that they can
   // depend on each other.
   std::vector<ternRequest_t> requests(ops.size(), nullptr);
   ternResult_t first = ternSuccess;
   for (size_t i = 0; i < ops.size(); ++i) {
-    ternResult_t r = guarded([&] { return launch(ops[i].comm, ops[i].op, &requests[i]); });
+    ternResult_t r = guarded(
+        [&] { return launch(ops[i].comm, *acquireComm(ops[i].comm, "ternGroupEnd"), ops[i].op, &requests[i]); });
     if (r != ternSuccess && first == ternSuccess) first = r;
   }
   for (ternRequest_t req : requests) {
@@ -729,7 +805,8 @@ TERN_API ternResult_t ternGroupEnd(void) {
 TERN_API ternResult_t ternQueryAlgorithm(ternComm_t comm, const char* collective, size_t count, ternDataType_t dt,
                                          char* name, size_t nameLen, double* predictedUs) {
   return guarded([&] {
-    Communicator& c = checkComm(comm, "ternQueryAlgorithm");
+    const CommRef ref = acquireComm(comm, "ternQueryAlgorithm");
+    Communicator& c = *ref;
     if (collective == nullptr) throwError(ternInvalidArgument, "ternQueryAlgorithm: collective is NULL");
     bool ok = false;
     CollArgs args;
@@ -752,7 +829,8 @@ TERN_API ternResult_t ternQueryCompressedAlgorithm(ternComm_t comm, const char* 
                                                    double* predictedUs) {
   return guarded([&] {
     const char* fn = "ternQueryCompressedAlgorithm";
-    Communicator& c = checkComm(comm, fn);
+    const CommRef ref = acquireComm(comm, fn);
+    Communicator& c = *ref;
     if (collective == nullptr) throwError(ternInvalidArgument, "%s: collective is NULL", fn);
     if (codec == nullptr) throwError(ternInvalidArgument, "%s: codec is NULL", fn);
     bool ok = false;
@@ -828,8 +906,11 @@ TERN_API ternResult_t ternConvert(const void* src, ternDataType_t srcType, void*
 }
 
 TERN_API const char* ternCommTransportName(ternComm_t comm) {
-  if (comm == nullptr || !comm->impl) return "";
-  return comm->impl->transportName();
+  try {
+    return acquireComm(comm, "ternCommTransportName")->transportName();  // a name with static storage
+  } catch (const Error&) {
+    return "";
+  }
 }
 
 TERN_API ternResult_t ternCompressorCreate(const char* method, const char* params, size_t count, ternDataType_t dt,

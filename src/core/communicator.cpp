@@ -219,18 +219,66 @@ std::shared_ptr<const topo::JobTopology> Communicator::assembleJobTopology(Clock
   return job;
 }
 
-Communicator::~Communicator() {
+bool Communicator::stopWorker(Clock::time_point deadline) {
   {
     std::unique_lock<std::mutex> lock(queueMutex_);
-    queueChanged_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    if (!queueChanged_.wait_until(lock, deadline, [&] { return queue_.empty() && !busy_; })) return false;
     stopping_ = true;
   }
   queueChanged_.notify_all();
   if (worker_.joinable()) worker_.join();
+  return true;
+}
+
+Communicator::~Communicator() {
+  // Through the C API, release() has already stopped the worker. Other owners (internal tests) get the same
+  // deadline, and then a wait rather than a free under a running operation.
+  if (!stopWorker(Clock::now() + std::chrono::milliseconds(options_.timeoutMs) + std::chrono::seconds(5))) {
+    TERN_LOG(kWarn, kInit, rank_, "communicator destroyed while an operation still runs past TERN_TIMEOUT; waiting");
+    stopWorker(Clock::time_point::max());
+  }
+}
+
+std::shared_ptr<Communicator> Communicator::share(std::unique_ptr<Communicator> comm) {
+  return std::shared_ptr<Communicator>(comm.release(), &Communicator::release);
+}
+
+void Communicator::release(Communicator* comm) {
+  // No API call is inside (each holds a reference); only the worker may still run queued operations. After an
+  // abort or a failure they finish at once; otherwise each is bounded by the timeout, so wait one timeout for them.
+  const bool failed = comm->failed_.load() || comm->aborted_.load();
+  const auto timeout = std::chrono::milliseconds(comm->options_.timeoutMs);
+  const auto grace = std::min<std::chrono::milliseconds>(std::chrono::seconds(5), timeout);
+  const auto patience = failed ? grace : timeout + grace;
+  if (!comm->stopWorker(Clock::now() + patience)) {
+    comm->abort(format("rank %d: communicator destroyed while an operation was still running", comm->rank_));
+    if (!comm->stopWorker(Clock::now() + grace)) {
+      TERN_LOG(kWarn, kInit, comm->rank_,
+               "ternCommDestroy: an operation is still running %lld ms after the communicator was destroyed; leaking "
+               "the communicator instead of freeing memory in use",
+               static_cast<long long>((patience + grace).count()));
+      {
+        // The worker leaves once the stuck operation returns (the rest fail at once: the communicator is aborted).
+        std::lock_guard<std::mutex> lock(comm->queueMutex_);
+        comm->stopping_ = true;
+      }
+      comm->queueChanged_.notify_all();
+      if (comm->worker_.joinable()) comm->worker_.detach();
+      // Kept reachable, so that leak checkers do not report what is leaked on purpose.
+      static std::mutex leakedMutex;
+      static auto* leaked = new std::vector<Communicator*>();
+      std::lock_guard<std::mutex> lock(leakedMutex);
+      leaked->push_back(comm);
+      return;
+    }
+  }
+  delete comm;
 }
 
 void Communicator::exitCall() {
-  // Only abort() waits for calls to leave (it sets aborted_ before it waits, and checks the count under the lock).
+  // The caller holds a reference, so the decrement and the notify below never touch freed memory. Only abort()
+  // waits for the count (it sets aborted_ before it waits, and reads the count under callsMutex_), so taking the
+  // lock before notifying is enough for it not to miss the last exit.
   if (activeCalls_.fetch_sub(1) == 1 && aborted_.load()) {
     std::lock_guard<std::mutex> lock(callsMutex_);
     callsChanged_.notify_all();
@@ -282,6 +330,7 @@ void Communicator::execute(Operation& op, bool inlineCall) {
     return;
   }
   try {
+    if (auto hook = callHookForTesting.load(std::memory_order_relaxed)) hook(rank_);
     if (op.args.coll == Collective::kPointToPoint) {
       runPointToPoint(op);
     } else {
@@ -331,9 +380,12 @@ void Communicator::abort(const std::string& reason) {
     }
   }
   active().abort(reason);
-  // Calls in flight on other threads notice within one poll slice (100 ms); wait for them to leave.
+  // Calls in flight on other threads notice within one poll slice (100 ms); wait a while for them to leave, so that
+  // they have usually returned when ternCommAbort does. One still inside afterwards holds its own reference.
+  const auto wait =
+      std::min<std::chrono::milliseconds>(std::chrono::seconds(5), std::chrono::milliseconds(options_.timeoutMs));
   std::unique_lock<std::mutex> lock(callsMutex_);
-  callsChanged_.wait_for(lock, std::chrono::seconds(5), [&] { return activeCalls_.load() == 0; });
+  callsChanged_.wait_for(lock, wait, [&] { return activeCalls_.load() == 0; });
 }
 
 ternResult_t Communicator::asyncError() {

@@ -42,9 +42,19 @@ struct CommOptions {
 
 CommOptions resolveOptions(const ternConfig_t* config);
 
+// Tests only (tests/unit/abort_safety_test.cpp): called on the thread that runs each operation, just before it
+// reaches the transport, so that a test can hold a call in flight past abort's wait. Null otherwise (one relaxed
+// load per operation).
+inline std::atomic<void (*)(int rank)> callHookForTesting{nullptr};
+
 class Communicator {
  public:
   static std::unique_ptr<Communicator> create(int nranks, const UniqueIdData& id, int rank, const CommOptions& opts);
+  // The shared ownership the C API hands out: every call in flight holds a reference, so the communicator outlives
+  // an abort or destroy from another thread until the last call leaves. The last reference stops the worker within
+  // a deadline and frees the communicator, or, when an operation still runs past it, logs and leaks it (bounded:
+  // one object per stuck communicator) rather than hang or free memory in use.
+  static std::shared_ptr<Communicator> share(std::unique_ptr<Communicator> comm);
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -59,12 +69,14 @@ class Communicator {
 
   // Queues op (or runs it inline when possible). If blocking, returns after it finished.
   void submit(const std::shared_ptr<Operation>& op, bool blocking);
-  // Aborts from any thread: wakes every wait, makes peers fail, waits for calls in progress to leave.
+  // Aborts from any thread: wakes every wait, makes peers fail, waits a bounded time (the timeout, at most 5 s) for
+  // calls in progress to leave. A call still inside after that keeps the communicator alive (share()).
   void abort(const std::string& reason);
   ternResult_t asyncError();
   std::string lastError();
 
-  // Bracket API calls so that abort-then-free waits for calls in flight.
+  // Bracket API calls so that abort can wait for calls in flight to notice it. The caller holds a reference
+  // (share()), so the communicator is alive until exitCall has returned.
   void enterCall() { activeCalls_.fetch_add(1); }
   void exitCall();
 
@@ -109,6 +121,11 @@ class Communicator {
   void* scratch(size_t bytes);
   void fail(ternResult_t code, const std::string& message);
   void workerLoop();
+  // Waits until deadline for queued and running operations to finish, then stops the worker. False (the worker
+  // still running) when an operation is still executing at the deadline.
+  bool stopWorker(Clock::time_point deadline);
+  // share()'s deleter: stop within a deadline, then free; or leak when an operation is stuck.
+  static void release(Communicator* comm);
   Transport& active() { return transport_ ? *transport_ : *network_; }
 
   int rank_;
