@@ -39,7 +39,12 @@ Registry& registry() {
   return *r;
 }
 
-int createMemfd(const char* name) { return static_cast<int>(::memfd_create(name, MFD_CLOEXEC)); }
+int createMemfd(const char* name) { return static_cast<int>(::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING)); }
+
+// A peer maps the file at its current size; were it shrunk later, the peer's accesses past the new end would be
+// SIGBUS in the peer's process. Sealed, its size can never change, and peers check the seal before mapping.
+constexpr int kSizeSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+bool sealSize(int fd) { return ::fcntl(fd, F_ADD_SEALS, kSizeSeals) == 0; }
 
 }  // namespace
 
@@ -67,7 +72,13 @@ const FdProbe& fdProbe() {
     FdProbe p;
     p.fd = createMemfd("tern-probe");
     struct stat st {};
-    if (p.fd >= 0 && ::fstat(p.fd, &st) == 0) p.ino = st.st_ino;
+    // Sealed like every registered buffer: a peer that accepts the probe accepts the buffers.
+    if (p.fd >= 0 && sealSize(p.fd) && ::fstat(p.fd, &st) == 0) {
+      p.ino = st.st_ino;
+    } else if (p.fd >= 0) {
+      ::close(p.fd);
+      p.fd = -1;
+    }
     return p;
   }();
   return probe;
@@ -85,6 +96,12 @@ int openPeerFd(pid_t pid, int fd, uint64_t ino) {
     errno = ESTALE;
     return -1;
   }
+  const int seals = ::fcntl(mine, F_GET_SEALS);
+  if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
+    ::close(mine);
+    errno = EPERM;
+    return -1;
+  }
   return mine;
 }
 
@@ -93,18 +110,32 @@ PeerMappings::~PeerMappings() {
 }
 
 char* PeerMappings::resolve(pid_t pid, uint64_t token, const BufferRef& ref, size_t bytes) {
-  if (ref.offset + bytes > ref.segBytes) {
+  // The peer wrote ref: no sum that can wrap.
+  if (ref.segBytes == 0 || ref.offset > ref.segBytes || bytes > ref.segBytes - ref.offset) {
     errno = EINVAL;
     return nullptr;
   }
   for (auto it = lru_.begin(); it != lru_.end(); ++it) {
     if (it->token == token && it->segId == ref.segId) {
+      // Against what is mapped, not what the peer claims this time.
+      if (ref.offset > it->bytes || bytes > it->bytes - ref.offset) {
+        errno = EINVAL;
+        return nullptr;
+      }
       if (it != lru_.begin()) lru_.splice(lru_.begin(), lru_, it);
       return lru_.front().base + ref.offset;
     }
   }
   int fd = openPeerFd(pid, ref.fd, ref.ino);
   if (fd < 0) return nullptr;
+  // The size the peer claims must be the file's real (sealed) size: mapping past the end would turn the first
+  // access beyond it into SIGBUS.
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size < 0 || static_cast<uint64_t>(st.st_size) != ref.segBytes) {
+    ::close(fd);
+    errno = EINVAL;
+    return nullptr;
+  }
   void* p = ::mmap(nullptr, ref.segBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int err = errno;
   ::close(fd);
@@ -126,7 +157,7 @@ void* shmAlloc(size_t bytes) {
   size_t rounded = shm::alignUp(bytes == 0 ? 1 : bytes, shm::kPage);
   shm::Registry& r = shm::registry();
   int fd = shm::createMemfd("tern-mem");
-  if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(rounded)) == 0) {
+  if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(rounded)) == 0 && shm::sealSize(fd)) {
     void* p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     struct stat st {};
     if (p != MAP_FAILED && ::fstat(fd, &st) == 0) {

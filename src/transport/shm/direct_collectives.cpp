@@ -8,6 +8,7 @@
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "transport/shm/shm_wire.hpp"
 #include "transport/shm/stream_copy.hpp"
 
 namespace tern::shm {
@@ -193,6 +194,12 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op) {
                  "rank %d: %s arguments differ from rank %d's (count %zu vs %llu; count, datatype, "
                  "op and root must agree on every rank)",
                  me, c.what, p, a.count, static_cast<unsigned long long>(pd.count));
+    }
+    if (p != me) {
+      // The peer's descriptor is its own to write: a mode or range no correct peer posts is an error, not a map.
+      wire::checkBufferRef(pd.in, inBytes, me, p);
+      wire::checkBufferRef(pd.out, outBytes, me, p);
+      if (pd.pad > 1) throwError(ternInternalError, "rank %d: corrupted call descriptor from rank %d", me, p);
     }
     if (pd.in.mode == BufferMode::kDirect) c.peerIn[p] = p == me ? c.in : resolve(p, pd.in, inBytes);
     // Peers' outputs are written only by the one-pass allreduce, through read-write mappings.

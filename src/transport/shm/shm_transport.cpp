@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "transport/shm/futex.hpp"
 #include "transport/shm/process_identity.hpp"
+#include "transport/shm/shm_wire.hpp"
 
 namespace tern::shm {
 
@@ -143,22 +144,15 @@ int ShmTransport::pullRecvs(int peer, PeerState& s) {
   while (!s.recvs.empty() && s.tail < head) {
     RecvOp& r = s.recvs.front();
     const char* slot = mesh_->ringSlot(peer, rank_, s.tail);
-    const auto* h = reinterpret_cast<const SlotHeader*>(slot);
-    bool first = h->kind != SlotKind::kMore;
-    if (first != !r.started) {
-      throwError(ternInternalError, "rank %d: shared-memory ring from rank %d out of step (slot kind %u)", rank_, peer,
-                 static_cast<unsigned>(h->kind));
-    }
-    if (first && h->msgBytes != r.bytes) {
-      throwError(ternInvalidUsage, "rank %d: a message of %llu bytes from rank %d matched a receive of %zu bytes",
-                 rank_, static_cast<unsigned long long>(h->msgBytes), peer, r.bytes);
-    }
+    // The header is the peer's to write: copied once, checked against this receive, and only the copy is used.
+    const SlotHeader h = wire::readSlotHeader(slot);
+    wire::checkSlotHeader(h, r.started, r.bytes, r.offset, payload_, rank_, peer);
     r.started = true;
-    if (h->kind == SlotKind::kRendezvous) {
-      copyRendezvous(peer, r, *h);
+    if (h.kind == SlotKind::kRendezvous) {
+      copyRendezvous(peer, r, h);
     } else {
-      if (h->bytes > 0) std::memcpy(r.data + r.offset, slot + sizeof(SlotHeader), h->bytes);
-      r.offset += h->bytes;
+      if (h.bytes > 0) std::memcpy(r.data + r.offset, slot + sizeof(SlotHeader), h.bytes);
+      r.offset += h.bytes;
     }
     ++s.tail;
     ring->tail.value.store(s.tail, std::memory_order_release);
