@@ -1,5 +1,6 @@
 #include "transport/shm/mesh.hpp"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -10,6 +11,8 @@
 #include "core/log.hpp"
 #include "transport/shm/buffer_registry.hpp"
 #include "transport/shm/process_identity.hpp"
+#include "transport/shm/segment_sweeper.hpp"
+#include "transport/shm/shm_wire.hpp"
 #include "transport/shm/tcp_exchange.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
@@ -17,24 +20,10 @@ namespace tern::shm {
 
 namespace {
 
-constexpr uint64_t kHelloMagic = 0x6f6c6c65682d6873ull;  // "sh-hello"
-
-// Round 1: where to find the sender's segment.
-struct Hello {
-  uint64_t magic;
-  uint64_t bytes;
-  uint64_t token;
-  uint32_t pid;
-  uint32_t rank;
-  char name[200];
-};
-
-// Round 2, one byte per rank of the communicator: what the sender managed with that rank's segment.
-enum OutcomeBits : uint8_t {
-  kMapped = 1,  // mapped and validated (for the sender's own entry: everything it needed succeeded)
-  kCma = 2,     // can process_vm_readv from that rank
-  kFd = 4,      // can open that rank's memfds
-};
+using wire::Hello;
+using wire::kCma;
+using wire::kFd;
+using wire::kMapped;
 
 std::string segmentName(const Secret& secret, int rank) {
   static std::atomic<uint32_t> counter{0};
@@ -44,16 +33,6 @@ std::string segmentName(const Secret& secret, int rank) {
   std::snprintf(buf, sizeof(buf), "/tern-%s-r%d-p%d-%u", Mesh::jobTag(secret).c_str(), rank,
                 static_cast<int>(::getpid()), counter.fetch_add(1));
   return buf;
-}
-
-// Checks that a mapped peer segment announces what its owner told us over TCP and the layout we expect.
-void validateHeader(const SegmentHeader& h, const Hello& hello, int peer, const Layout& layout) {
-  if (h.magic != kSegmentMagic || h.version != kLayoutVersion || h.nranks != static_cast<uint32_t>(layout.nranks) ||
-      h.rank != static_cast<uint32_t>(peer) || h.pid != hello.pid || h.processToken != hello.token ||
-      h.totalBytes != layout.totalBytes) {
-    throwError(ternSystemError, "segment %s of rank %d does not match its announcement (different tern version?)",
-               hello.name, peer);
-  }
 }
 
 }  // namespace
@@ -84,102 +63,123 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
   auto deadline = Clock::now() + std::chrono::milliseconds(setup.timeoutMs);
   const Layout& layout = m->layout_;
   const ProcessIdentity& me = processIdentity();
+  const std::string tag = jobTag(setup.secret);
+  // Names left by tern processes of this user that no longer exist (segment_sweeper.hpp).
+  sweepDeadSegments("");
 
-  // 1. Create, describe, announce. A rank that cannot create its segment (no /dev/shm, out of space) still takes
-  // part in the handshake, announcing no segment, so that every rank of the host learns it and falls back together.
   PeerView& self = m->peers_[rank];
   bool ok = true;
+  std::vector<std::string> peerNames;  // announced by peers, valid names of this job
   try {
-    self.segment = Segment::create(segmentName(setup.secret, rank), layout.totalBytes, layout.populateBytes);
-  } catch (const Error& e) {
-    TERN_LOG(kWarn, kShm, rank, "cannot create a shared-memory segment: %s", e.what());
-    ok = false;
-  }
-  self.local = true;
-  self.pid = ::getpid();
-  self.token = me.token;
-  self.sameProcess = true;
-  Hello hello{};
-  hello.magic = kHelloMagic;
-  hello.token = me.token;
-  hello.pid = static_cast<uint32_t>(self.pid);
-  hello.rank = static_cast<uint32_t>(rank);
-  if (ok) {
-    self.header = reinterpret_cast<SegmentHeader*>(self.segment.data());
-    self.ctrl = new (self.segment.data() + layout.controlOffset) RankControl();
-    self.ctrl->cpu.store(-1);
-    const FdProbe& probe = fdProbe();
-    *self.header = SegmentHeader{kSegmentMagic,
-                                 kLayoutVersion,
-                                 static_cast<uint32_t>(n),
-                                 static_cast<uint32_t>(rank),
-                                 static_cast<uint32_t>(self.pid),
-                                 me.token,
-                                 layout.totalBytes,
-                                 me.cmaCookie,
-                                 reinterpret_cast<uint64_t>(me.cmaProbe),
-                                 probe.fd,
-                                 0,
-                                 probe.ino};
-    hello.bytes = layout.totalBytes;
-    std::snprintf(hello.name, sizeof(hello.name), "%s", self.segment.name().c_str());
-  }
-  auto hellos = exchangeWithPeers(setup.tcp, rank, m->localPeers_, &hello, sizeof(hello), deadline, setup.abortFlag,
-                                  "shared-memory setup");
-
-  // 2. Map every peer's segment and probe what works; report.
-  std::vector<uint8_t> outcome(n, 0);
-  for (size_t i = 0; i < m->localPeers_.size(); ++i) {
-    int p = m->localPeers_[i];
-    Hello h;
-    std::memcpy(&h, hellos[i].data(), sizeof(h));
-    h.name[sizeof(h.name) - 1] = '\0';
-    PeerView& v = m->peers_[p];
+    // 1. Create, describe, announce. A rank that cannot create its segment (no /dev/shm, out of space) still takes
+    // part in the handshake, announcing no segment, so that every rank of the host learns it and falls back
+    // together.
     try {
-      if (h.magic != kHelloMagic || h.rank != static_cast<uint32_t>(p)) {
-        throwError(ternSystemError, "rank %d sent a malformed announcement", p);
-      }
-      if (h.bytes == 0) throwError(ternSystemError, "rank %d has no segment", p);
-      if (h.bytes != layout.totalBytes) {
-        throwError(ternSystemError, "rank %d announced a segment of another layout (different tern version?)", p);
-      }
-      v.segment = Segment::open(h.name, h.bytes, layout.populateBytes);
-      v.header = reinterpret_cast<SegmentHeader*>(v.segment.data());
-      validateHeader(*v.header, h, p, layout);
-      v.ctrl = reinterpret_cast<RankControl*>(v.segment.data() + layout.controlOffset);
-      v.pid = static_cast<pid_t>(h.pid);
-      v.token = h.token;
-      v.sameProcess = h.token == me.token;
-      v.local = true;
-      outcome[p] |= kMapped;
-      if (v.sameProcess || cmaProbe(v.pid, v.header->cmaProbeAddr, v.header->cmaCookie)) outcome[p] |= kCma;
-      if (!v.sameProcess) {
-        int fd = openPeerFd(v.pid, v.header->probeFd, v.header->probeIno);
-        if (fd >= 0) {
-          ::close(fd);
-          outcome[p] |= kFd;
-        }
-      }
+      self.segment = Segment::create(segmentName(setup.secret, rank), layout.totalBytes, layout.populateBytes, rank);
     } catch (const Error& e) {
-      TERN_LOG(kWarn, kShm, rank, "shared memory with rank %d unavailable: %s", p, e.what());
+      TERN_LOG(kWarn, kShm, rank, "cannot create a shared-memory segment: %s", e.what());
       ok = false;
     }
-  }
-  if (ok) outcome[rank] |= kMapped;
-  auto outcomes = exchangeWithPeers(setup.tcp, rank, m->localPeers_, outcome.data(), outcome.size(), deadline,
-                                    setup.abortFlag, "shared-memory setup");
+    self.local = true;
+    self.pid = ::getpid();
+    self.token = me.token;
+    self.sameProcess = true;
+    Hello hello{};
+    hello.magic = wire::kHelloMagic;
+    hello.token = me.token;
+    hello.pid = static_cast<uint32_t>(self.pid);
+    hello.rank = static_cast<uint32_t>(rank);
+    if (ok) {
+      self.header = reinterpret_cast<SegmentHeader*>(self.segment.data());
+      self.ctrl = new (self.segment.data() + layout.controlOffset) RankControl();
+      self.ctrl->cpu.store(-1);
+      const FdProbe& probe = fdProbe();
+      *self.header = SegmentHeader{kSegmentMagic,
+                                   kLayoutVersion,
+                                   static_cast<uint32_t>(n),
+                                   static_cast<uint32_t>(rank),
+                                   static_cast<uint32_t>(self.pid),
+                                   me.token,
+                                   layout.totalBytes,
+                                   me.cmaCookie,
+                                   reinterpret_cast<uint64_t>(me.cmaProbe),
+                                   probe.fd,
+                                   0,
+                                   probe.ino};
+      hello.bytes = layout.totalBytes;
+      std::snprintf(hello.name, sizeof(hello.name), "%s", self.segment.name().c_str());
+    }
+    auto hellos = exchangeWithPeers(setup.tcp, rank, m->localPeers_, &hello, sizeof(hello), deadline, setup.abortFlag,
+                                    "shared-memory setup");
+    setupKillPoint(rank, "announced");
 
-  // 3. Everyone has mapped our segment (or given up): the name has done its job.
-  self.segment.unlink();
-  for (size_t i = 0; i < m->localPeers_.size(); ++i) {
-    int p = m->localPeers_[i];
-    const std::vector<char>& theirs = outcomes[i];
-    if (!(theirs[p] & kMapped)) ok = false;
-    PeerView& v = m->peers_[p];
-    v.cmaFrom = (outcome[p] & kCma) != 0;
-    v.cmaTo = (theirs[rank] & kCma) != 0;
-    v.fdFrom = v.sameProcess || (outcome[p] & kFd) != 0;
-    v.fdTo = v.sameProcess || (theirs[rank] & kFd) != 0;
+    // 2. Map every peer's segment and probe what works; report.
+    const std::string jobPrefix = "/tern-" + tag + "-";
+    std::vector<uint8_t> outcome(n, 0);
+    for (size_t i = 0; i < m->localPeers_.size(); ++i) {
+      int p = m->localPeers_[i];
+      PeerView& v = m->peers_[p];
+      // A malformed announcement fails the setup (it is not a peer without shared memory, it is a broken one).
+      const Hello h = wire::decodeHello(hellos[i].data(), hellos[i].size(), p, layout);
+      try {
+        if (h.bytes == 0) throwError(ternSystemError, "rank %d has no segment", p);
+        const std::string name = h.name;
+        if (name.compare(0, jobPrefix.size(), jobPrefix) != 0 || segmentCreator(name) != static_cast<pid_t>(h.pid)) {
+          throwError(ternRemoteError, "rank %d announced a segment that is not its own for this job (%s)", p,
+                     name.c_str());
+        }
+        peerNames.push_back(name);
+        v.segment = Segment::open(name, h.bytes, layout.populateBytes);
+        v.header = reinterpret_cast<SegmentHeader*>(v.segment.data());
+        wire::checkSegmentHeader(*v.header, h, p, layout);
+        v.ctrl = reinterpret_cast<RankControl*>(v.segment.data() + layout.controlOffset);
+        v.pid = static_cast<pid_t>(h.pid);
+        v.token = h.token;
+        v.sameProcess = h.token == me.token;
+        v.local = true;
+        outcome[p] |= kMapped;
+        if (v.sameProcess || cmaProbe(v.pid, v.header->cmaProbeAddr, v.header->cmaCookie)) outcome[p] |= kCma;
+        if (!v.sameProcess) {
+          int fd = openPeerFd(v.pid, v.header->probeFd, v.header->probeIno);
+          if (fd >= 0) {
+            ::close(fd);
+            outcome[p] |= kFd;
+          }
+        }
+      } catch (const Error& e) {
+        TERN_LOG(kWarn, kShm, rank, "shared memory with rank %d unavailable: %s", p, e.what());
+        ok = false;
+      }
+    }
+    if (ok) outcome[rank] |= kMapped;
+    setupKillPoint(rank, "mapped");
+    auto outcomes = exchangeWithPeers(setup.tcp, rank, m->localPeers_, outcome.data(), outcome.size(), deadline,
+                                      setup.abortFlag, "shared-memory setup");
+    setupKillPoint(rank, "reported");
+
+    // 3. Everyone has mapped every segment (or given up): the names have done their job. Every rank unlinks all of
+    // them (whoever comes first), so that one killed right here leaves nothing behind.
+    self.segment.unlink();
+    for (const std::string& name : peerNames) ::shm_unlink(name.c_str());
+    for (size_t i = 0; i < m->localPeers_.size(); ++i) {
+      int p = m->localPeers_[i];
+      const std::vector<uint8_t> theirs = wire::decodeOutcomes(outcomes[i].data(), outcomes[i].size(), n, p);
+      if (!(theirs[p] & kMapped)) ok = false;
+      PeerView& v = m->peers_[p];
+      v.cmaFrom = (outcome[p] & kCma) != 0;
+      v.cmaTo = (theirs[rank] & kCma) != 0;
+      v.fdFrom = v.sameProcess || (outcome[p] & kFd) != 0;
+      v.fdTo = v.sameProcess || (theirs[rank] & kFd) != 0;
+    }
+  } catch (...) {
+    // A peer died or misbehaved during setup: remove this rank's name, the names peers announced, and whatever else
+    // of this job a dead peer left (it may have died before announcing).
+    self.segment.unlink();
+    for (const std::string& name : peerNames) {
+      if (processGone(segmentCreator(name))) ::shm_unlink(name.c_str());
+    }
+    sweepJobAfterFailure(tag, std::chrono::milliseconds(2000));
+    throw;
   }
   if (!ok) {
     TERN_LOG(kWarn, kShm, rank, "shared-memory transport disabled on this host: a rank could not map a segment");

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "transport/shm/segment_sweeper.hpp"
 
 namespace tern::shm {
 
@@ -53,9 +54,10 @@ void Segment::unlink() {
   }
 }
 
-Segment Segment::create(const std::string& name, size_t bytes, size_t populateBytes) {
+Segment Segment::create(const std::string& name, size_t bytes, size_t populateBytes, int setupRank) {
   int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) throwError(ternSystemError, "shm_open(%s) failed: %s", name.c_str(), std::strerror(errno));
+  if (setupRank >= 0) setupKillPoint(setupRank, "opened");
   FdCloser closer{fd};
   Segment s;
   s.name_ = name;
@@ -74,6 +76,7 @@ Segment Segment::create(const std::string& name, size_t bytes, size_t populateBy
     // cost more than this one-time memset.
     std::memset(s.data_, 0, std::min(populateBytes, bytes));
   }
+  if (setupRank >= 0) setupKillPoint(setupRank, "created");
   return s;
 }
 

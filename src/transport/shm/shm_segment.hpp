@@ -22,7 +22,8 @@ class Segment {
 
   // Creates name exclusively (mode 0600), sizes it to bytes and maps it read-write. populateBytes of the start are
   // faulted in at once so the first collective does not pay for page faults. Throws tern::Error (ternSystemError).
-  static Segment create(const std::string& name, size_t bytes, size_t populateBytes);
+  // setupRank >= 0: the rank whose setup this is, for the test hook of segment_sweeper.hpp.
+  static Segment create(const std::string& name, size_t bytes, size_t populateBytes, int setupRank = -1);
   // Opens a peer's segment, checks that it is a regular shared-memory object of exactly expectedBytes owned by
   // this user (a stale or foreign object with the same name must not be mapped), and maps it, with the first
   // populateBytes (which the creator has already allocated) mapped at once. Throws tern::Error.
