@@ -525,6 +525,7 @@ TERN_API ternResult_t ternCommGetAsyncError(ternComm_t comm, ternResult_t* async
 TERN_API ternResult_t ternGetUniqueId(ternUniqueId* uniqueId) {
   return guarded([&] {
     if (uniqueId == nullptr) throwError(ternInvalidArgument, "ternGetUniqueId: uniqueId is NULL");
+    requireValidKnobs("ternGetUniqueId");  // the root it may start waits TERN_TIMEOUT
     UniqueIdData id;
     if (knobs().transport == "inproc") {
       id.kind = RendezvousKind::kInproc;
@@ -549,6 +550,7 @@ TERN_API ternResult_t ternCommInitRankConfig(ternComm_t* comm, int nranks, ternU
 TERN_API ternResult_t ternCommInitFromEnv(ternComm_t* comm, ternConfig_t* config) {
   return guarded([&] {
     if (comm == nullptr) throwError(ternInvalidArgument, "ternCommInitFromEnv: comm is NULL");
+    requireValidKnobs("ternCommInitFromEnv");
     LaunchEnv env = readLaunchEnv();
     UniqueIdData id;
     id.kind = RendezvousKind::kTcp;

@@ -58,6 +58,7 @@ std::vector<int> hostIndexOf(const std::vector<std::string>& hostIds) {
 }  // namespace
 
 CommOptions resolveOptions(const ternConfig_t* config) {
+  requireValidKnobs("ternCommInitRank");
   CommOptions o;
   const Knobs& k = knobs();
   o.timeoutMs = k.timeoutSec * 1000;

@@ -1,67 +1,283 @@
 #include "core/env.hpp"
 
+#include <strings.h>
+
+#include <cctype>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+
+#include "core/error.hpp"
 
 namespace tern {
 
-std::optional<std::string> envString(const char* name) {
-  std::string full = std::string("TERN_") + name;
+namespace {
+
+constexpr long long kMaxBytes = 1LL << 50;
+constexpr long long kMaxRanks = 1LL << 24;
+
+KnobSpec text(const char* name, const char* meaning) { return {name, KnobKind::kString, 0, 0, false, meaning}; }
+KnobSpec flag(const char* name, const char* meaning) { return {name, KnobKind::kFlag, 0, 1, false, meaning}; }
+KnobSpec integer(const char* name, long long min, long long max, const char* meaning) {
+  return {name, KnobKind::kInt, min, max, false, meaning};
+}
+KnobSpec bytes(const char* name, long long min, long long max, bool zeroAllowed, const char* meaning) {
+  return {name, KnobKind::kBytes, min, max, zeroAllowed, meaning};
+}
+KnobSpec launch(KnobSpec spec) {
+  spec.launch = true;
+  return spec;
+}
+
+bool numeric(const KnobSpec& k) { return k.kind == KnobKind::kInt || k.kind == KnobKind::kBytes; }
+
+std::optional<std::string> processLookup(const char* name) {
+  const std::string full = std::string("TERN_") + name;
   const char* v = std::getenv(full.c_str());
   if (v == nullptr || *v == '\0') return std::nullopt;
   return std::string(v);
 }
 
-long envInt(const char* name, long fallback) {
-  auto v = envString(name);
-  if (!v) return fallback;
+// 1: true, 0: false, -1: not a flag word.
+int flagValue(const std::string& v) {
+  for (const char* t : {"1", "true", "yes", "on"}) {
+    if (strcasecmp(v.c_str(), t) == 0) return 1;
+  }
+  for (const char* f : {"0", "false", "no", "off"}) {
+    if (strcasecmp(v.c_str(), f) == 0) return 0;
+  }
+  return -1;
+}
+
+const KnobSpec& declared(const char* name) {
+  const KnobSpec* spec = findKnob(name);
+  if (spec == nullptr) {
+    throwError(ternInternalError, "TERN_%s is read but not declared in the knobs table (src/core/env.cpp)", name);
+  }
+  return *spec;
+}
+
+}  // namespace
+
+const std::vector<KnobSpec>& knobTable() {
+  // TERN_TIMEOUT's upper bound: waits keep it in milliseconds as an int.
+  static const std::vector<KnobSpec> table = {
+      text("DEBUG", "log level: WARN, INFO, TRACE"),
+      text("DEBUG_SUBSYS", "comma list of subsystems to log, ^ excludes"),
+      text("DEBUG_FILE", "log file (%h host, %p pid)"),
+      integer("TIMEOUT", 1, INT_MAX / 1000, "seconds any wait may last"),
+      text("SOCKET_IFNAME", "interfaces for TCP (NCCL syntax)"),
+      integer("NSOCKS", 1, 64, "TCP sockets per remote peer"),
+      text("ALGO", "force or exclude algorithms"),
+      bytes("CHUNK_BYTES", 64, 1LL << 30, true, "pipeline chunk of ring/chain/tree algorithms (0: default)"),
+      text("RING_ORDER", "topology or rank"),
+      text("TRANSPORT", "tcp, ucx, ibverbs or inproc"),
+      text("HOSTID", "host id that groups ranks into nodes"),
+      flag("SHM_DISABLE", "the network path between ranks on one host"),
+      bytes("SHM_CHUNK_BYTES", 64, 1LL << 30, true, "pipeline chunk of the shared-memory collectives (0: by size)"),
+      bytes("SHM_CMA_MIN_BYTES", 1, kMaxBytes, true, "smallest buffer per rank read by CMA (0: off)"),
+      bytes("SHM_CMA_CHUNK_BYTES", 4096, kMaxBytes, true, "chunk of the CMA allreduce (0: the whole call)"),
+      flag("SHM_HUGEPAGES", "huge pages for buffers peers reach by CMA"),
+      launch(integer("RANK", 0, kMaxRanks, "this process's rank (tern-run)")),
+      launch(integer("WORLD_SIZE", 1, kMaxRanks, "number of ranks (tern-run)")),
+      launch(integer("LOCAL_RANK", 0, kMaxRanks, "rank on this host (tern-run)")),
+      launch(integer("LOCAL_SIZE", 1, kMaxRanks, "ranks on this host (tern-run)")),
+      launch(text("ROOT_ADDR", "bootstrap root host:port")),
+      launch(integer("ROOT_PORT", 1, 65535, "root port when the root comes from MASTER_ADDR")),
+      launch(text("SECRET", "the job secret, 32 hex digits")),
+      launch(text("SECRET_FILE", "a file holding the job secret")),
+      launch(flag("INSECURE", "derive the secret from public values (trusted test networks only)")),
+      text("COMPRESS", "codec for float sum/avg allreduces of unmodified programs"),
+      text("COMPRESS_WHEN", "model or always"),
+      bytes("COMPRESS_MIN_BYTES", 0, kMaxBytes, false, "smaller allreduces are not compressed"),
+      text("COMPRESS_HIER", "1, 0 or auto"),
+      text("TOPO_FILE", "this host's topology from a file"),
+      text("TOPO_DUMP_FILE", "where rank 0 writes the job topology (%h host, %p pid)"),
+      text("TUNE_FILE", "calibration written by tern-calc --calibrate"),
+      text("REDUCE_ISA", "scalar, avx2 or avx512"),
+      text("BUCKET_MB", "DDP gradient bucket, megabytes (a positive number; libtern_train checks it)"),
+      bytes("UCX_REG_MIN_BYTES", 1, kMaxBytes, false, "smallest buffer UCX registers in place"),
+      bytes("UCX_REG_CACHE_BYTES", 0, kMaxBytes, false, "UCX registration cache (0: off)"),
+      text("IB_HCA", "InfiniBand devices and ports (NCCL syntax)"),
+      integer("IB_GID_INDEX", -1, 65535, "RoCE GID index (-1: choose)"),
+      bytes("IB_CHUNK_BYTES", 4096, 64LL << 20, false, "ibverbs message chunk"),
+      integer("IB_SLOTS", 2, 1024, "ibverbs receive slots per peer"),
+      integer("IB_TIMEOUT", 1, 31, "InfiniBand local ACK timeout exponent"),
+      integer("IB_RETRY_CNT", 0, 7, "InfiniBand retry count"),
+      integer("IB_SL", 0, 15, "InfiniBand service level"),
+      integer("IB_TC", 0, 255, "InfiniBand traffic class"),
+  };
+  return table;
+}
+
+const KnobSpec* findKnob(const std::string& name) {
+  for (const KnobSpec& k : knobTable()) {
+    if (name == k.name) return &k;
+  }
+  return nullptr;
+}
+
+std::string knobRange(const KnobSpec& k) {
+  std::string r = std::to_string(k.min) + ".." + std::to_string(k.max);
+  return k.zeroAllowed ? "0 or " + r : r;
+}
+
+std::optional<long long> parseKnobNumber(const KnobSpec& k, const std::string& value, std::string* error) {
+  auto refuse = [&](const char* why) -> std::optional<long long> {
+    *error = std::string("TERN_") + k.name + "=" + value + ": " + why + "; expected " +
+             (k.kind == KnobKind::kBytes ? "bytes (K, M, G suffixes allowed) in " : "an integer in ") + knobRange(k) +
+             " (" + k.meaning + ")";
+    return std::nullopt;
+  };
+  const char* s = value.c_str();
+  if (!(std::isdigit(static_cast<unsigned char>(*s)) || *s == '-' || *s == '+')) return refuse("not a number");
+  errno = 0;
   char* end = nullptr;
-  long x = std::strtol(v->c_str(), &end, 0);
-  return (end && *end == '\0') ? x : fallback;
+  long long v = std::strtoll(s, &end, 10);
+  if (end == s || !std::isdigit(static_cast<unsigned char>(end[-1]))) return refuse("not a number");
+  if (errno == ERANGE) return refuse("out of range");
+  if (k.kind == KnobKind::kBytes && *end != '\0' && end[1] == '\0') {
+    long long unit = 1;
+    switch (*end) {
+      case 'k':
+      case 'K':
+        unit = 1LL << 10;
+        break;
+      case 'm':
+      case 'M':
+        unit = 1LL << 20;
+        break;
+      case 'g':
+      case 'G':
+        unit = 1LL << 30;
+        break;
+      default:
+        break;
+    }
+    if (unit > 1) {
+      if (v > LLONG_MAX / unit || v < LLONG_MIN / unit) return refuse("out of range");
+      v *= unit;
+      ++end;
+    }
+  }
+  if (*end != '\0') return refuse("not a number");
+  if (!(v == 0 && k.zeroAllowed) && (v < k.min || v > k.max)) return refuse("out of range");
+  return v;
+}
+
+std::optional<std::string> envString(const char* name) {
+  declared(name);
+  return processLookup(name);
+}
+
+long envInt(const char* name, long fallback) {
+  const KnobSpec& k = declared(name);
+  if (!numeric(k)) throwError(ternInternalError, "TERN_%s is not a numeric knob", name);
+  auto v = processLookup(name);
+  if (!v) return fallback;
+  std::string error;
+  std::optional<long long> x = parseKnobNumber(k, *v, &error);
+  if (!x) throwError(ternInvalidUsage, "%s", error.c_str());
+  return static_cast<long>(*x);
 }
 
 bool envFlag(const char* name, bool fallback) {
-  auto v = envString(name);
+  declared(name);
+  auto v = processLookup(name);
   if (!v) return fallback;
-  return *v == "1" || *v == "true" || *v == "yes" || *v == "on";
+  const int x = flagValue(*v);
+  if (x < 0) {
+    std::fprintf(stderr, "tern: TERN_%s=%s is not 1/0, true/false, yes/no or on/off; using %d\n", name, v->c_str(),
+                 fallback ? 1 : 0);
+    return fallback;
+  }
+  return x == 1;
+}
+
+Knobs readKnobs(const std::function<std::optional<std::string>(const char*)>& lookup) {
+  Knobs x;
+  auto str = [&](const char* name) { return lookup(name).value_or(""); };
+  // Every numeric knob of the table is checked here, those read elsewhere too, so that a bad one fails every init.
+  for (const KnobSpec& k : knobTable()) {
+    if (!numeric(k) || k.launch) continue;
+    if (auto v = lookup(k.name); v && !v->empty()) {
+      std::string error;
+      if (!parseKnobNumber(k, *v, &error)) x.errors.push_back(error);
+    }
+  }
+  auto number = [&](const char* name, long long fallback) {
+    auto v = lookup(name);
+    if (!v || v->empty()) return fallback;
+    std::string ignored;  // recorded above
+    return parseKnobNumber(*findKnob(name), *v, &ignored).value_or(fallback);
+  };
+  auto onOff = [&](const char* name, bool fallback) {
+    auto v = lookup(name);
+    if (!v || v->empty()) return fallback;
+    const int f = flagValue(*v);
+    if (f < 0) {
+      x.warnings.push_back(std::string("TERN_") + name + "=" + *v +
+                           " is not 1/0, true/false, yes/no or on/off; using " + (fallback ? "1" : "0"));
+      return fallback;
+    }
+    return f == 1;
+  };
+  x.debugLevel = str("DEBUG");
+  x.debugSubsys = str("DEBUG_SUBSYS");
+  x.debugFile = str("DEBUG_FILE");
+  x.timeoutSec = static_cast<int>(number("TIMEOUT", 300));
+  x.nSocketsPerPeer = static_cast<int>(number("NSOCKS", 2));
+  x.socketIfname = str("SOCKET_IFNAME");
+  x.transport = str("TRANSPORT");
+  x.algo = str("ALGO");
+  x.hostId = str("HOSTID");
+  x.shmDisable = onOff("SHM_DISABLE", false);
+  x.chunkBytes = static_cast<long>(number("CHUNK_BYTES", 0));
+  const std::string order = lookup("RING_ORDER").value_or("topology");
+  if (order != "topology" && order != "rank") {
+    x.warnings.push_back("TERN_RING_ORDER must be 'topology' or 'rank', got '" + order + "'; using topology");
+  }
+  x.ringOrderByRank = order == "rank";
+  x.compress = str("COMPRESS");
+  x.compressMinBytes = static_cast<long>(number("COMPRESS_MIN_BYTES", 64 * 1024));
+  const std::string when = lookup("COMPRESS_WHEN").value_or("model");
+  if (when != "model" && when != "always") {
+    x.warnings.push_back("TERN_COMPRESS_WHEN must be 'model' or 'always', got '" + when + "'; using model");
+  }
+  x.compressAlways = when == "always";
+  const std::optional<std::string> hier = lookup("COMPRESS_HIER");
+  x.compressHier = -1;
+  if (hier && !hier->empty() && *hier != "auto") {
+    const int f = flagValue(*hier);
+    if (f < 0) {
+      x.warnings.push_back("TERN_COMPRESS_HIER must be 1, 0 or auto, got '" + *hier + "'; using auto");
+    } else {
+      x.compressHier = f;
+    }
+  }
+  x.topoFile = str("TOPO_FILE");
+  x.topoDumpFile = str("TOPO_DUMP_FILE");
+  return x;
 }
 
 const Knobs& knobs() {
   static const Knobs k = [] {
-    Knobs x;
-    x.debugLevel = envString("DEBUG").value_or("");
-    x.debugSubsys = envString("DEBUG_SUBSYS").value_or("");
-    x.debugFile = envString("DEBUG_FILE").value_or("");
-    x.timeoutSec = static_cast<int>(envInt("TIMEOUT", 300));
-    x.nSocketsPerPeer = static_cast<int>(envInt("NSOCKS", 2));
-    x.socketIfname = envString("SOCKET_IFNAME").value_or("");
-    x.transport = envString("TRANSPORT").value_or("");
-    x.algo = envString("ALGO").value_or("");
-    x.hostId = envString("HOSTID").value_or("");
-    x.shmDisable = envFlag("SHM_DISABLE", false);
-    x.chunkBytes = envInt("CHUNK_BYTES", 0);
-    const std::string order = envString("RING_ORDER").value_or("topology");
-    if (order != "topology" && order != "rank") {
-      std::fprintf(stderr, "tern: TERN_RING_ORDER must be 'topology' or 'rank', got '%s'; using topology\n",
-                   order.c_str());
-    }
-    x.ringOrderByRank = order == "rank";
-    x.compress = envString("COMPRESS").value_or("");
-    x.compressMinBytes = envInt("COMPRESS_MIN_BYTES", 64 * 1024);
-    const std::string when = envString("COMPRESS_WHEN").value_or("model");
-    if (when != "model" && when != "always") {
-      std::fprintf(stderr, "tern: TERN_COMPRESS_WHEN must be 'model' or 'always', got '%s'; using model\n",
-                   when.c_str());
-    }
-    x.compressAlways = when == "always";
-    const std::optional<std::string> hier = envString("COMPRESS_HIER");
-    x.compressHier = !hier || *hier == "auto" ? -1 : envFlag("COMPRESS_HIER", false) ? 1 : 0;
-    x.topoFile = envString("TOPO_FILE").value_or("");
-    x.topoDumpFile = envString("TOPO_DUMP_FILE").value_or("");
+    Knobs x = readKnobs(&processLookup);
+    for (const std::string& w : x.warnings) std::fprintf(stderr, "tern: %s\n", w.c_str());
     return x;
   }();
   return k;
+}
+
+void requireValidKnobs(const char* fn) {
+  const Knobs& k = knobs();
+  if (k.errors.empty()) return;
+  std::string all;
+  for (const std::string& e : k.errors) all += (all.empty() ? "" : "; ") + e;
+  throwError(ternInvalidUsage, "%s: %s", fn, all.c_str());
 }
 
 }  // namespace tern

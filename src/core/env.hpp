@@ -1,14 +1,54 @@
-// Every environment knob tern reads, declared in one place (as NCCL's param table). Read once per process.
+// Every environment knob tern reads, declared in one place (as NCCL's param table): name, kind, accepted range,
+// default, and what a bad value does. Reads go through envString/envInt/envFlag, which refuse a name the table does
+// not declare; knobs() is the process's snapshot of the communicator knobs, read and validated once.
+//
+// What a bad value does: every numeric knob (a malformed number, or one out of its range) is an init error,
+// ternInvalidUsage from ternGetUniqueId and ternCommInit*: a timeout, size or count was set on purpose, and running
+// on with the default would hide the mistake in exactly what it was set for (and a TERN_TIMEOUT of 0 or one whose
+// milliseconds overflow would fail every wait at once as "timed out"). Words (TERN_RING_ORDER, TERN_COMPRESS_WHEN,
+// TERN_COMPRESS_HIER, flags) warn and take their default, as they always have.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tern {
 
-// Raw lookup with the TERN_ prefix applied: envString("TIMEOUT") reads TERN_TIMEOUT.
+enum class KnobKind {
+  kString,  // free text (paths, lists, names), or words checked where they are used
+  kFlag,    // 1/0, true/false, yes/no, on/off
+  kInt,     // a decimal integer
+  kBytes,   // a decimal integer of bytes, with an optional K, M or G suffix (powers of 1024)
+};
+
+struct KnobSpec {
+  const char* name;  // without the TERN_ prefix
+  KnobKind kind;
+  long long min = 0;  // numeric kinds: accepted range [min, max] ...
+  long long max = 0;
+  bool zeroAllowed = false;  // ... and 0 (meaning "off" or "the default") below min
+  const char* meaning = "";
+  // Set by launchers for ternCommInitFromEnv, and checked only there (not in the snapshot that every init checks).
+  bool launch = false;
+};
+
+// The table, in the order the README lists the knobs.
+const std::vector<KnobSpec>& knobTable();
+// The entry for a name without the TERN_ prefix; nullptr when undeclared.
+const KnobSpec* findKnob(const std::string& nameWithoutPrefix);
+// Parses a numeric knob's text: its value, or nullopt with *error naming the variable, the value and the range.
+std::optional<long long> parseKnobNumber(const KnobSpec& spec, const std::string& text, std::string* error);
+// The accepted range, as messages and the README say it ("1..2147483", "0 or 64..1073741824").
+std::string knobRange(const KnobSpec& spec);
+
+// Raw lookup with the TERN_ prefix applied: envString("TIMEOUT") reads TERN_TIMEOUT. Read at each call (tools and
+// tests that change the environment see the change). An undeclared name is an internal error.
 std::optional<std::string> envString(const char* nameWithoutPrefix);
+// A numeric knob: fallback when unset; a bad value throws ternInvalidUsage naming the variable, value and range.
 long envInt(const char* nameWithoutPrefix, long fallback);
+// A flag knob: fallback when unset; a value that is not a flag word warns and gives fallback.
 bool envFlag(const char* nameWithoutPrefix, bool fallback);
 
 struct Knobs {
@@ -30,8 +70,18 @@ struct Knobs {
   int compressHier;          // TERN_COMPRESS_HIER: 1 compressed_hier, 0 the flat form, -1 (unset) the cost model
   std::string topoFile;      // TERN_TOPO_FILE: this host's topology from a file instead of detection
   std::string topoDumpFile;  // TERN_TOPO_DUMP_FILE: rank 0 writes the job topology its communicator assembled
+  // Every bad numeric value of the table (those read elsewhere too), one message each; the knob then holds its
+  // default. See requireValidKnobs.
+  std::vector<std::string> errors;
+  // Bad words and flags: warned about once, when the snapshot is taken.
+  std::vector<std::string> warnings;
 };
 
+// A snapshot from any environment (lookup gets a name without the TERN_ prefix); knobs() is readKnobs of the
+// process environment, once.
+Knobs readKnobs(const std::function<std::optional<std::string>(const char*)>& lookup);
 const Knobs& knobs();
+// Throws ternInvalidUsage listing knobs().errors, prefixed with fn; called where communicators are made.
+void requireValidKnobs(const char* fn);
 
 }  // namespace tern

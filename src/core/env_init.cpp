@@ -23,6 +23,10 @@ namespace tern {
 namespace {
 
 const char* get(const char* name) {
+  // tern's own variables are knobs, declared in the one table (core/env.cpp) like every other.
+  if (std::strncmp(name, "TERN_", 5) == 0 && findKnob(name + 5) == nullptr) {
+    throwError(ternInternalError, "%s is read but not declared in the knobs table (src/core/env.cpp)", name);
+  }
   const char* v = std::getenv(name);
   return (v != nullptr && *v != '\0') ? v : nullptr;
 }
@@ -231,8 +235,8 @@ LaunchEnv readLaunchEnv() {
     root = a;
   } else if (const char* m = get("MASTER_ADDR")) {
     int port = 0;
-    if (const char* p = get("TERN_ROOT_PORT")) {
-      port = toInt("TERN_ROOT_PORT", p);
+    if (get("TERN_ROOT_PORT") != nullptr) {
+      port = static_cast<int>(envInt("ROOT_PORT", 0));  // range-checked (1..65535) by the knobs table
     } else if (const char* mp = get("MASTER_PORT")) {
       port = toInt("MASTER_PORT", mp) + 1;
     } else {

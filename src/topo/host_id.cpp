@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/env.hpp"
+
 namespace tern::topo {
 
 std::string hostName() {
@@ -14,7 +16,7 @@ std::string hostName() {
 }
 
 std::string hostId() {
-  if (const char* env = std::getenv(kHostIdEnv); env != nullptr && env[0] != '\0') return env;
+  if (const std::optional<std::string> env = envString("HOSTID")) return *env;  // TERN_HOSTID (kHostIdEnv)
   std::string bootId;
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   std::getline(in, bootId);

@@ -9,6 +9,7 @@
 #include <pugixml.hpp>
 #include <sstream>
 
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "topo/detect.hpp"
 #include "topo/host_id.hpp"
@@ -136,10 +137,11 @@ HostTopology hostFromTopologyFile(const std::string& path, Network* network) {
 }
 
 HostTopology localHostTopology() {
-  const char* file = std::getenv(kTopoFileEnv);
-  HostTopology host = file != nullptr && file[0] != '\0' ? hostFromTopologyFile(file) : detectHost();
-  if (const char* dump = std::getenv(kTopoDumpFileEnv); dump != nullptr && dump[0] != '\0') {
-    writeTopologyFile(singleHostJob(host), expandFileName(dump));
+  // Read at each call (tern-topo and tests change them); declared in the knobs table like every TERN_ variable.
+  const std::optional<std::string> file = envString("TOPO_FILE");
+  HostTopology host = file ? hostFromTopologyFile(*file) : detectHost();
+  if (const std::optional<std::string> dump = envString("TOPO_DUMP_FILE")) {
+    writeTopologyFile(singleHostJob(host), expandFileName(*dump));
   }
   return host;
 }
