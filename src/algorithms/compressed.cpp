@@ -35,11 +35,15 @@ struct FloatTarget {
   bool needsCast;
 };
 
-// Elements per piece of the pipelined two-phase allreduce (at least one element per rank, so no chunk is empty
-// unless the whole tensor is smaller than the rank count).
+// Elements per piece of the pipelined two-phase allreduce: the tensor is cut into floor(count / nominal) pieces
+// (at least one) of equal size, so no piece is a small tail. Every piece costs the exchange's full round of
+// synchronisations, and a tail of a few elements past the nominal size would pay that for next to nothing; pieces
+// up to twice the nominal size lose little pipelining. At least one element per rank, so no chunk is empty unless
+// the whole tensor is smaller than the rank count.
 size_t twoPhasePieceElems(size_t count, int n, const BuildOptions& options) {
-  size_t piece = std::max<size_t>(options.compressedPieceBytes / sizeof(float), static_cast<size_t>(n));
-  return std::min(piece, std::max<size_t>(count, 1));
+  const size_t nominal = std::max<size_t>(options.compressedPieceBytes / sizeof(float), static_cast<size_t>(n));
+  const size_t pieces = std::max<size_t>(count / nominal, 1);
+  return std::max<size_t>((count + pieces - 1) / pieces, 1);
 }
 
 // One piece of a two-phase exchange among `group` (ranks in chunk order; this rank at position `me`): the

@@ -46,13 +46,16 @@ struct TwoPhaseReference {
         server(ranks, compress::ErrorFeedback(cnt)),
         n(ranks),
         count(cnt) {}
-  // The library cuts the tensor into pieces of kPieceElems (BuildOptions::compressedPieceBytes, 4 MiB of fp32) and
-  // runs the two-phase exchange on each; chunk c of a piece belongs to rank c.
+  // The library cuts the tensor into floor(count / kPieceElems) pieces (at least one; kPieceElems is
+  // BuildOptions::compressedPieceBytes, 4 MiB of fp32) of equal size, rounded up, and runs the two-phase exchange on
+  // each; chunk c of a piece belongs to rank c.
   static constexpr size_t kPieceElems = (size_t{4} << 20) / sizeof(float);
   std::vector<float> step(const std::vector<std::vector<float>>& in, uint64_t stepIndex, bool avg) {
     std::vector<float> out(count, 0.0f);
-    for (size_t base = 0; base < count; base += kPieceElems) {
-      const size_t pieceCount = std::min(kPieceElems, count - base);
+    const size_t pieces = std::max<size_t>(count / kPieceElems, 1);
+    const size_t piece = (count + pieces - 1) / pieces;
+    for (size_t base = 0; base < count; base += piece) {
+      const size_t pieceCount = std::min(piece, count - base);
       auto off = [&](int c) { return base + pieceCount * static_cast<size_t>(c) / static_cast<size_t>(n); };
       for (int c = 0; c < n; ++c) {
         size_t o = off(c), len = off(c + 1) - o;

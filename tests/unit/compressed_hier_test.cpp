@@ -35,6 +35,12 @@ std::vector<float> gradient(int rank, int step, size_t n) { return testing::synt
 constexpr uint64_t kSeed = 0x7465726e;
 constexpr size_t kPieceElems = (size_t{4} << 20) / sizeof(float);  // BuildOptions::compressedPieceBytes as fp32
 
+// The library's pieces: floor(count / kPieceElems) of them (at least one), of equal size rounded up.
+size_t pieceElems(size_t count) {
+  const size_t pieces = std::max<size_t>(count / kPieceElems, 1);
+  return (count + pieces - 1) / pieces;
+}
+
 size_t part(size_t count, int n, int c) { return count * static_cast<size_t>(c) / static_cast<size_t>(n); }
 
 // Ranks are laid out node by node: rank = node * g + local.
@@ -54,8 +60,9 @@ struct HierReference {
   std::vector<float> step(const std::vector<std::vector<float>>& in, uint64_t stepIndex, bool avg) {
     const int n = nodes * g;
     std::vector<float> out(count, 0.0f);
-    for (size_t base = 0; base < count; base += kPieceElems) {
-      const size_t pc = std::min(kPieceElems, count - base);
+    const size_t piece = pieceElems(count);
+    for (size_t base = 0; base < count; base += piece) {
+      const size_t pc = std::min(piece, count - base);
       for (int j = 0; j < g; ++j) {  // slice j, handled by local rank j of every node
         const size_t so = base + part(pc, g, j), sl = part(pc, g, j + 1) - part(pc, g, j);
         std::vector<std::vector<float>> nodeSum(nodes, std::vector<float>(sl));
