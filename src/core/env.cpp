@@ -27,8 +27,13 @@ KnobSpec integer(const char* name, long long min, long long max, const char* mea
 KnobSpec bytes(const char* name, long long min, long long max, bool zeroAllowed, const char* meaning) {
   return {name, KnobKind::kBytes, min, max, zeroAllowed, meaning};
 }
+// Checked where it is read (KnobSpec::checkedWhereRead).
 KnobSpec launch(KnobSpec spec) {
-  spec.launch = true;
+  spec.checkedWhereRead = true;
+  return spec;
+}
+KnobSpec ib(KnobSpec spec) {
+  spec.checkedWhereRead = true;
   return spec;
 }
 
@@ -102,13 +107,13 @@ const std::vector<KnobSpec>& knobTable() {
       bytes("UCX_REG_MIN_BYTES", 1, kMaxBytes, false, "smallest buffer UCX registers in place"),
       bytes("UCX_REG_CACHE_BYTES", 0, kMaxBytes, false, "UCX registration cache (0: off)"),
       text("IB_HCA", "InfiniBand devices and ports (NCCL syntax)"),
-      integer("IB_GID_INDEX", -1, 65535, "RoCE GID index (-1: choose)"),
-      bytes("IB_CHUNK_BYTES", 4096, 64LL << 20, false, "ibverbs message chunk"),
-      integer("IB_SLOTS", 2, 1024, "ibverbs receive slots per peer"),
-      integer("IB_TIMEOUT", 1, 31, "InfiniBand local ACK timeout exponent"),
-      integer("IB_RETRY_CNT", 0, 7, "InfiniBand retry count"),
-      integer("IB_SL", 0, 15, "InfiniBand service level"),
-      integer("IB_TC", 0, 255, "InfiniBand traffic class"),
+      ib(integer("IB_GID_INDEX", -1, 65535, "RoCE GID index (-1: choose)")),
+      ib(bytes("IB_CHUNK_BYTES", 4096, 64LL << 20, false, "ibverbs message chunk")),
+      ib(integer("IB_SLOTS", 2, 1024, "ibverbs receive slots per peer")),
+      ib(integer("IB_TIMEOUT", 1, 31, "InfiniBand local ACK timeout exponent")),
+      ib(integer("IB_RETRY_CNT", 0, 7, "InfiniBand retry count")),
+      ib(integer("IB_SL", 0, 15, "InfiniBand service level")),
+      ib(integer("IB_TC", 0, 255, "InfiniBand traffic class")),
   };
   return table;
 }
@@ -202,7 +207,7 @@ Knobs readKnobs(const std::function<std::optional<std::string>(const char*)>& lo
   auto str = [&](const char* name) { return lookup(name).value_or(""); };
   // Every numeric knob of the table is checked here, those read elsewhere too, so that a bad one fails every init.
   for (const KnobSpec& k : knobTable()) {
-    if (!numeric(k) || k.launch) continue;
+    if (!numeric(k) || k.checkedWhereRead) continue;
     if (auto v = lookup(k.name); v && !v->empty()) {
       std::string error;
       if (!parseKnobNumber(k, *v, &error)) x.errors.push_back(error);

@@ -3,7 +3,8 @@
 // not declare; knobs() is the process's snapshot of the communicator knobs, read and validated once.
 //
 // What a bad value does: every numeric knob (a malformed number, or one out of its range) is an init error,
-// ternInvalidUsage from ternGetUniqueId and ternCommInit*: a timeout, size or count was set on purpose, and running
+// ternInvalidUsage from ternGetUniqueId and ternCommInit* (TERN_IB_*: ternInvalidArgument from the ibverbs
+// transport's init, as before): a timeout, size or count was set on purpose, and running
 // on with the default would hide the mistake in exactly what it was set for (and a TERN_TIMEOUT of 0 or one whose
 // milliseconds overflow would fail every wait at once as "timed out"). Words (TERN_RING_ORDER, TERN_COMPRESS_WHEN,
 // TERN_COMPRESS_HIER, flags) warn and take their default, as they always have.
@@ -30,8 +31,9 @@ struct KnobSpec {
   long long max = 0;
   bool zeroAllowed = false;  // ... and 0 (meaning "off" or "the default") below min
   const char* meaning = "";
-  // Set by launchers for ternCommInitFromEnv, and checked only there (not in the snapshot that every init checks).
-  bool launch = false;
+  // Checked only where it is read, not in the snapshot every init checks: the launch variables (by
+  // ternCommInitFromEnv) and TERN_IB_* (by the ibverbs transport, with ternInvalidArgument, docs/TRANSPORTS.md).
+  bool checkedWhereRead = false;
 };
 
 // The table, in the order the README lists the knobs.

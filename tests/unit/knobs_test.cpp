@@ -28,8 +28,8 @@ struct Expected {
   const char* name;
   long long min, max;
   bool zeroAllowed;
-  bool bytes;   // accepts K/M/G suffixes
-  bool launch;  // checked by ternCommInitFromEnv only
+  bool bytes;             // accepts K/M/G suffixes
+  bool checkedWhereRead;  // by ternCommInitFromEnv (launch variables) or the ibverbs transport (TERN_IB_*)
 };
 constexpr long long kMaxBytes = 1LL << 50;
 const std::vector<Expected> kNumericKnobs = {
@@ -42,13 +42,13 @@ const std::vector<Expected> kNumericKnobs = {
     {"COMPRESS_MIN_BYTES", 0, kMaxBytes, false, true, false},
     {"UCX_REG_MIN_BYTES", 1, kMaxBytes, false, true, false},
     {"UCX_REG_CACHE_BYTES", 0, kMaxBytes, false, true, false},
-    {"IB_GID_INDEX", -1, 65535, false, false, false},
-    {"IB_CHUNK_BYTES", 4096, 64LL << 20, false, true, false},
-    {"IB_SLOTS", 2, 1024, false, false, false},
-    {"IB_TIMEOUT", 1, 31, false, false, false},
-    {"IB_RETRY_CNT", 0, 7, false, false, false},
-    {"IB_SL", 0, 15, false, false, false},
-    {"IB_TC", 0, 255, false, false, false},
+    {"IB_GID_INDEX", -1, 65535, false, false, true},
+    {"IB_CHUNK_BYTES", 4096, 64LL << 20, false, true, true},
+    {"IB_SLOTS", 2, 1024, false, false, true},
+    {"IB_TIMEOUT", 1, 31, false, false, true},
+    {"IB_RETRY_CNT", 0, 7, false, false, true},
+    {"IB_SL", 0, 15, false, false, true},
+    {"IB_TC", 0, 255, false, false, true},
     {"RANK", 0, 1 << 24, false, false, true},
     {"WORLD_SIZE", 1, 1 << 24, false, false, true},
     {"LOCAL_RANK", 0, 1 << 24, false, false, true},
@@ -103,7 +103,7 @@ TEST(Knobs, TheTableDeclaresEveryNumericKnobWithItsDocumentedRange) {
     EXPECT_EQ(k->min, e.min) << e.name;
     EXPECT_EQ(k->max, e.max) << e.name;
     EXPECT_EQ(k->zeroAllowed, e.zeroAllowed) << e.name;
-    EXPECT_EQ(k->launch, e.launch) << e.name;
+    EXPECT_EQ(k->checkedWhereRead, e.checkedWhereRead) << e.name;
     EXPECT_EQ(knobRange(*k), rangeText(e)) << e.name;
   }
   // And no numeric knob this test does not cover.
@@ -124,7 +124,7 @@ TEST(Knobs, EveryNumericKnobRefusesBadValuesNamingVariableValueAndRange) {
       EXPECT_FALSE(parseKnobNumber(k, value, &error).has_value());
       EXPECT_NE(error.find(std::string("TERN_") + e.name + "=" + value), std::string::npos) << error;
       EXPECT_NE(error.find(rangeText(e)), std::string::npos) << error;
-      if (e.launch) continue;
+      if (e.checkedWhereRead) continue;
       // The snapshot every init checks reports it once, and the knob keeps a usable value.
       const Knobs knobs = readFrom({{e.name, value}});
       ASSERT_EQ(knobs.errors.size(), 1u);
@@ -134,7 +134,7 @@ TEST(Knobs, EveryNumericKnobRefusesBadValuesNamingVariableValueAndRange) {
       SCOPED_TRACE(std::string("TERN_") + e.name + "=" + value);
       std::string error;
       EXPECT_EQ(parseKnobNumber(k, value, &error), std::optional<long long>(expected)) << error;
-      if (!e.launch) {
+      if (!e.checkedWhereRead) {
         EXPECT_TRUE(readFrom({{e.name, value}}).errors.empty());
       }
     }
