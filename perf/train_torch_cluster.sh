@@ -20,7 +20,11 @@
 #   PYTHON (the python with torch, scikit-learn and tern; default the project venv of tools/python-env.sh),
 #   JOB_TIMEOUT (600 s per job), TERN_TIMEOUT (120), PERF_RT (0; N runs the ranks SCHED_FIFO at priority N, which
 #   needs a machine with CPUs to spare: the ranks compute), OUT (the directory for logs and JSON, default
-#   build/perf-torch-ddp/DATE).
+#   build/perf-torch-ddp/DATE), SIGN_HOOK (the tern-sign configuration's codec, default sign; sign:rms scales by
+#   the RMS as DeepSpeed's 1-bit optimizers do).
+# Round r (from 1) trains with --seed r-1 in every configuration (a later --seed in EXTRA overrides), so the
+# accuracies compared are medians over seeds. DDP settings (bucket cap, gradient_as_bucket_view) go in EXTRA and
+# apply to every configuration alike, e.g. -- --bucket-cap-mb 1 --bucket-view.
 # Needs root with ip/tc for the namespaces (tests/cluster/netns_cluster.sh); without them it runs the same jobs as
 # one torchrun on this machine and says so: those numbers show the mechanics, not a 1 Gb/s network.
 # Exit status: 0 when every check holds, 1 when one does not, 2 on a failed run.
@@ -34,6 +38,7 @@ NODES=${NODES:-2}
 PER_NODE=${PER_NODE:-2}
 ROUNDS=${ROUNDS:-3}
 JOB_TIMEOUT=${JOB_TIMEOUT:-600}
+SIGN_HOOK=${SIGN_HOOK:-sign}
 PERF_RT=${PERF_RT:-0}
 export TERN_TIMEOUT=${TERN_TIMEOUT:-120}
 ((ROUNDS >= 3)) || {
@@ -125,8 +130,11 @@ for ((round = 1; round <= ROUNDS; round++)); do
     case $cfg in
       gloo) args=(--backend gloo) ;;
       tern) args=(--backend tern) ;;
-      tern-sign) args=(--backend tern --hook sign) ;;
+      tern-sign) args=(--backend tern --hook "$SIGN_HOOK") ;;
     esac
+    # Each round trains from its own seed (weights, split, sample order), the same for every configuration in the
+    # round: the accuracies compared are medians over seeds, not one draw of a 360-sample test set.
+    args+=(--seed $((round - 1)))
     log=$OUT/$cfg-r$round.log
     json=$OUT/$cfg-r$round.json
     echo "== $cfg (round $round/$ROUNDS): ddp_train.py ${args[*]} ${EXTRA[*]}"
