@@ -628,7 +628,7 @@ TERN_API ternResult_t ternCommAbort(ternComm_t comm) {
     if (comm == nullptr) return ternSuccess;
     CommRef impl = acquireComm(comm, "ternCommAbort");
     impl->abort(format("ternCommAbort called on rank %d", impl->rank()));
-    CommRef handles = retireComm(comm, "ternCommAbort");
+    CommRef handleReference = retireComm(comm, "ternCommAbort");  // dropped with impl: the last one frees
     return ternSuccess;
   });
 }
