@@ -1,0 +1,22 @@
+# TERN_SANITIZE: build everything (library, tests, tools) under a sanitizer, for `make test-sanitize`.
+#   -DTERN_SANITIZE=address,undefined   ASan + UBSan
+#   -DTERN_SANITIZE=thread              TSan
+# Every report is fatal (UBSan does not recover), so a test that triggers one fails instead of printing and passing.
+# Included before any target is defined: the flags must reach every object, including the ones shared through
+# tern_objects.
+set(TERN_SANITIZE "" CACHE STRING "Sanitizers for the whole build: address,undefined | thread | empty (none)")
+set_property(CACHE TERN_SANITIZE PROPERTY STRINGS "" "address,undefined" "thread")
+if(TERN_SANITIZE)
+  if(NOT TERN_SANITIZE MATCHES "^(address|undefined|address,undefined|undefined,address|thread)$")
+    message(FATAL_ERROR "TERN_SANITIZE=${TERN_SANITIZE}: use address,undefined or thread")
+  endif()
+  set(tern_san_flags -fsanitize=${TERN_SANITIZE} -fno-omit-frame-pointer)
+  if(TERN_SANITIZE MATCHES "undefined")
+    list(APPEND tern_san_flags -fno-sanitize-recover=undefined)
+  endif()
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${tern_san_flags}>")
+  add_link_options("$<$<LINK_LANGUAGE:C,CXX>:${tern_san_flags}>")
+  # Sanitized objects must never be served to (or from) the plain builds by ccache under the same key: the flags
+  # differ, so they cannot, but keep the sanitizer visible in the configure log.
+  message(STATUS "tern: sanitizers ${TERN_SANITIZE}")
+endif()
