@@ -21,6 +21,11 @@ packages=(
   util-linux                           # flock: one tools/python-env.sh at a time per venv
 )
 
+# `tools/install-deps.sh --fuzz` (tools/fuzz.sh): clang for the libFuzzer targets too. `make test` never needs it.
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
