@@ -4,7 +4,7 @@
 // that nothing hangs.
 //
 // TERN_ABORT_STRESS_LOOPS sets how many collective-vs-abort rounds the stress test runs (default 100; the sanitizer
-// runs use 1000).
+// runs use 1000), TERN_ABORT_STRESS_WIRE=tcp|inproc the transport of every round.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -93,6 +93,14 @@ class CallHold {
   static inline bool entered_ = false;
 };
 
+// TERN_ABORT_STRESS_WIRE=tcp or inproc: every round on that transport (default: every tenth round over TCP).
+Wire stressWire(int loop) {
+  const char* v = std::getenv("TERN_ABORT_STRESS_WIRE");
+  if (v != nullptr && std::string(v) == "tcp") return Wire::kTcp;
+  if (v != nullptr && std::string(v) == "inproc") return Wire::kInproc;
+  return loop % 10 == 9 ? Wire::kTcp : Wire::kInproc;
+}
+
 int stressLoops() {
   const char* v = std::getenv("TERN_ABORT_STRESS_LOOPS");
   return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 100;
@@ -166,7 +174,7 @@ TEST(AbortSafety, CollectivesRacingAnAbortFromAnotherThread) {
   std::mt19937 rng(17);
   const auto start = Clock::now();
   for (int loop = 0; loop < loops; ++loop) {
-    const Wire wire = loop % 10 == 9 ? Wire::kTcp : Wire::kInproc;
+    const Wire wire = stressWire(loop);
     const int n = 2 + loop % 3;
     // A safety net only: the abort reaches every rank through the transport long before this.
     std::vector<ternComm_t> comms = makeComms(n, wire, 10000);
