@@ -8,7 +8,7 @@ JOBS  ?= $(shell nproc)
 NP    ?= 4
 PYTHON_TESTS ?= 1
 
-.PHONY: all deps configure build test run bench clean format lint python-env
+.PHONY: all deps configure build test run bench clean format lint python-env fuzz test-sanitize
 
 all: build
 
@@ -48,3 +48,26 @@ lint: configure
 # The wheel's build folder (pyproject.toml) goes too; the project venv (~/.cache/tern) stays.
 clean:
 	@rm -rf $(BUILD) build-wheel-*
+
+# libFuzzer targets (tests/fuzz), FUZZ_SECONDS each (default 600), built with clang in build-fuzz; docs/SECURITY.md.
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	@bash tools/fuzz.sh --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# The unit, mp and shm tests that exercise the transports, abort and failure paths, under ASan+UBSan (build-asan)
+# and TSan (build-tsan); any sanitizer report fails its test. SANITIZERS picks the builds ("address,undefined" and/or
+# "thread"); SANITIZE_TESTS is the ctest regex of the chosen subset.
+SANITIZERS ?= address,undefined thread
+SANITIZE_TESTS ?= ^(Shm|ShmTransportTest|ShmFailure|ShmRegistry|AbortSafety|Api|Collectives|Ranks/ShmCollectives|shm_trust[.]|security[.]).*|^(shm_mp_all_n2|shm_mp_all_n4|mp_tcp_all_n2|mp_tcp_all_n4|shm_mp_sigkill_mid_allreduce|mp_tcp_sigkill_mid_allreduce|shm_setup_sigkill_leaves_no_segment)$$
+SANITIZE_TARGETS = tern_unit_tests tern_security_tests tern_mp_check tern_shm_check tern_shm_trust_tests \
+  tern_shm_setup_kill_check tern-run
+test-sanitize: deps
+	@set -e; for s in $(SANITIZERS); do \
+	  case $$s in thread) dir=build-tsan ;; *) dir=build-asan ;; esac; \
+	  echo "tern: $$s build in $$dir"; \
+	  cmake -S . -B $$dir -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERN_SANITIZE=$$s >/dev/null; \
+	  cmake --build $$dir -j $(JOBS) --target $(SANITIZE_TARGETS); \
+	  (cd $$dir && TERN_SOCKET_IFNAME=lo ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 \
+	     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	     ctest -R '$(SANITIZE_TESTS)' --output-on-failure -j $(JOBS) --timeout 900); \
+	done
