@@ -1,5 +1,6 @@
 #include "transport/inproc/inproc_transport.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -51,39 +52,46 @@ class InprocGroup {
     s.changed.notify_all();
   }
 
-  // Pops matched pairs off the mailbox and copies them; called after every post.
+  // Pops matched pairs off the mailbox and copies them; called after every post. The copy runs under the mailbox
+  // lock and only while the group is not aborted, so once a rank has passed through the locks of its own mailboxes
+  // after the abort (quiesce) no copy from or to its buffers is in progress or can start: its call may then return
+  // and free them.
   void match(int src, int dst) {
     Mailbox& m = mailbox(src, dst);
+    size_t sentBytes = 0, expectedBytes = 0;
     for (;;) {
       Posted send, recv;
       {
         std::lock_guard<std::mutex> lock(m.mutex);
-        if (m.sends.empty() || m.recvs.empty()) return;
+        if (aborted_.load() || m.sends.empty() || m.recvs.empty()) return;
         send = m.sends.front();
         recv = m.recvs.front();
+        if (send.bytes != recv.bytes) {
+          sentBytes = send.bytes;
+          expectedBytes = recv.bytes;
+          break;
+        }
         m.sends.pop_front();
         m.recvs.pop_front();
+        if (send.bytes > 0) std::memcpy(recv.data, send.data, send.bytes);
       }
-      if (send.bytes != recv.bytes) {
-        abort(format("rank %d sent a message of %zu bytes to rank %d, which expected %zu (did the ranks call the "
-                     "same collective with the same count and datatype?)",
-                     src, send.bytes, dst, recv.bytes),
-              ternInvalidUsage);
-        return;
-      }
-      if (send.bytes > 0) std::memcpy(recv.data, send.data, send.bytes);
       complete(src, send.transfer);
       complete(dst, recv.transfer);
     }
+    // Outside the mailbox lock: abort takes the abort and rank locks, never while a mailbox lock is held.
+    abort(format("rank %d sent a message of %zu bytes to rank %d, which expected %zu (did the ranks call the same "
+                 "collective with the same count and datatype?)",
+                 src, sentBytes, dst, expectedBytes),
+          ternInvalidUsage);
   }
 
   void abort(const std::string& reason, ternResult_t code = ternRemoteError) {
     {
       std::lock_guard<std::mutex> lock(abortMutex_);
-      if (aborted_) return;
-      aborted_ = true;
+      if (aborted_.load()) return;
       abortReason_ = reason;
       abortCode_ = code;
+      aborted_.store(true);
     }
     for (auto& r : ranks_) {
       std::lock_guard<std::mutex> lock(r.mutex);
@@ -91,21 +99,30 @@ class InprocGroup {
     }
   }
 
+  // Waits out any copy in progress on the rank's mailboxes (its sends: row, its receives: column). Called by the
+  // rank after the abort flag is set, before its call returns; a match that takes one of these locks later sees the
+  // flag and copies nothing.
+  void quiesce(int rank) {
+    for (int peer = 0; peer < n_; ++peer) {
+      { std::lock_guard<std::mutex> lock(mailbox(rank, peer).mutex); }
+      { std::lock_guard<std::mutex> lock(mailbox(peer, rank).mutex); }
+    }
+  }
+
   void throwIfAborted(int rank) {
+    if (!aborted_.load()) return;
+    quiesce(rank);
     std::lock_guard<std::mutex> lock(abortMutex_);
-    if (aborted_) throwError(abortCode_, "rank %d: communicator aborted: %s", rank, abortReason_.c_str());
+    throwError(abortCode_, "rank %d: communicator aborted: %s", rank, abortReason_.c_str());
   }
-  bool aborted() {
-    std::lock_guard<std::mutex> lock(abortMutex_);
-    return aborted_;
-  }
+  bool aborted() const { return aborted_.load(); }
 
  private:
   int n_;
   std::vector<Mailbox> mailboxes_;
   std::vector<RankState> ranks_;
-  std::mutex abortMutex_;
-  bool aborted_ = false;
+  std::mutex abortMutex_;  // guards the reason and code; aborted_ is set under it, after them
+  std::atomic<bool> aborted_{false};
   std::string abortReason_;
   ternResult_t abortCode_ = ternRemoteError;
 };
@@ -180,6 +197,10 @@ int InprocTransport::progress(int waitMs) {
   return static_cast<int>(done.size());
 }
 
-void InprocTransport::abort(const std::string& reason) { group_->abort(reason); }
+// Also called by a rank whose own call failed, before it returns: its buffers must be out of every copy by then.
+void InprocTransport::abort(const std::string& reason) {
+  group_->abort(reason);
+  group_->quiesce(rank_);
+}
 
 }  // namespace tern

@@ -1,7 +1,9 @@
 // In-process transport: N ranks as threads of one process, for fast unit tests of every algorithm and of the
 // communicator. A send is matched with the receive at the head of the same (src, dst) mailbox; whichever thread
 // completes the match copies the bytes (no intermediate buffer) and hands both completions to their owners, who
-// mark them done in their own progress() (so Transfer objects are only touched by their owning thread).
+// mark them done in their own progress() (so Transfer objects are only touched by their owning thread). The copy
+// runs under the mailbox lock and never after an abort; an aborted rank passes through its mailboxes' locks before
+// its call returns, so no other thread is still copying from or into buffers the call is about to free.
 #pragma once
 
 #include <memory>
