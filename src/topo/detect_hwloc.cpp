@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "core/error.hpp"
 #include "topo/detect.hpp"
@@ -130,7 +131,11 @@ class HwlocConverter {
 
   void addIo(hwloc_obj_t obj, int parent, PciLevel level) {
     if (obj->type == HWLOC_OBJ_BRIDGE) {
-      if (obj->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST) {
+      // Read as its underlying integer: an XML topology can carry a value outside the enum, and loading such a
+      // value as the enum type is undefined behaviour.
+      std::underlying_type_t<hwloc_obj_bridge_type_t> upstream;
+      std::memcpy(&upstream, &obj->attr->bridge.upstream_type, sizeof upstream);
+      if (upstream == HWLOC_OBJ_BRIDGE_HOST) {
         for (hwloc_obj_t c = obj->io_first_child; c != nullptr; c = c->next_sibling) addIo(c, parent, level);
         return;
       }

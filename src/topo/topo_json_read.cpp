@@ -401,6 +401,9 @@ JobTopology parseJobJson(std::string_view text, const std::string& source) {
     std::string what = e.what();
     size_t pos = what.find("parse error");
     fail(source, "invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
+  } catch (const json::exception& e) {
+    // The parser also throws out_of_range (a number too large for any JSON number type) and others.
+    fail(source, std::string("invalid JSON: ") + e.what());
   }
   return jobFromJson(j, source);
 }

@@ -126,6 +126,17 @@ TEST(TopoFiles, SniffsFormatByContent) {
   EXPECT_THROW(sniffTopoFormat("version: 1", "x"), Error);
 }
 
+// A number no JSON number type can hold makes the parser throw out_of_range, not parse_error: it must still come
+// out as tern's error naming the file (found by tests/fuzz/fuzz_topo_json).
+TEST(TopoFiles, JsonNumberOverflowIsAnErrorNamingTheFile) {
+  try {
+    parseJobJson("{\"version\": 777E7777788}", "overflow.json");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("overflow.json"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TopoFiles, NcclXmlFixture) {
   JobTopology job = loadTopologyFile(fixture("nccl-2socket.xml"));
   ASSERT_EQ(job.hosts.size(), 1u);
