@@ -4,11 +4,11 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "core/cpu_features.hpp"
 #include "core/dtype.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "kernels/reduce_dispatch.hpp"
 
@@ -62,10 +62,10 @@ const KernelTable& resolveTable(const char* requested) {
   const Isa best = bestSupportedIsa();
   Isa isa = best;
   if (requested == nullptr || *requested == '\0') {
-    const char* env = std::getenv("TERN_REDUCE_ISA");
+    const std::optional<std::string> env = envString("REDUCE_ISA");
     static std::atomic<bool> warned{false};
-    if (env != nullptr && *env != '\0' && !parseIsa(env, &isa) && !warned.exchange(true)) {
-      std::fprintf(stderr, "tern: ignoring TERN_REDUCE_ISA=%s (expected scalar, avx2 or avx512)\n", env);
+    if (env && !parseIsa(env->c_str(), &isa) && !warned.exchange(true)) {
+      std::fprintf(stderr, "tern: ignoring TERN_REDUCE_ISA=%s (expected scalar, avx2 or avx512)\n", env->c_str());
     }
   } else {
     parseIsa(requested, &isa);

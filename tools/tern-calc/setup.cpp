@@ -1,7 +1,9 @@
 #include "setup.hpp"
 
-#include <cstdlib>
+#include <optional>
+#include <string>
 
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "planner/calibration.hpp"
 #include "planner/training.hpp"
@@ -16,8 +18,7 @@ planner::CostParams loadParams(const Options& o, std::string* source) {
   CostParams params = defaultCostParams();
   std::string path = o.tune;
   if (path.empty()) {
-    const char* env = std::getenv(kTuneFileEnv);
-    if (env != nullptr) path = env;
+    if (std::optional<std::string> env = envString("TUNE_FILE")) path = *env;
   }
   *source = "defaults";
   if (!path.empty()) {
