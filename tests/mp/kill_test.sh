@@ -15,24 +15,14 @@ check_shm=0
 timeout_s=${TERN_TIMEOUT:-5}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"; kill $(jobs -p) 2>/dev/null' EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-pids=()
-for ((r = 0; r < nranks; r++)); do
-  TERN_RANK=$r TERN_WORLD_SIZE=$nranks TERN_ROOT_ADDR=127.0.0.1:$port TERN_SECRET=$secret TERN_TIMEOUT=$timeout_s \
-    "$bin" kill "$victim" "$dir/stamp" >"$dir/out.$r" 2>&1 &
-  pids+=($!)
-done
+# shellcheck source=../common/rank_drill.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/rank_drill.sh"
+port=$(drill_port)
+secret=$(drill_secret)
+drill_start "$nranks" "$port" "$secret" "$timeout_s" "$dir" "$bin" kill "$victim" "$dir/stamp"
+pids=("${DRILL_PIDS[@]}")
 # Hard stop: if anything is still running after 4 x timeout + 20 s, that is a hang.
-deadline=$((SECONDS + 4 * timeout_s + 20))
-for ((r = 0; r < nranks; r++)); do
-  while kill -0 "${pids[$r]}" 2>/dev/null; do
-    if ((SECONDS > deadline)); then
-      echo "FAIL: rank $r still running (hang)"; cat "$dir"/out.*; exit 1
-    fi
-    sleep 0.1
-  done
-done
+drill_wait_all $((4 * timeout_s + 20)) "$dir" "" || exit 1
 fail=0
 [ -f "$dir/stamp" ] || { echo "FAIL: victim did not record its kill"; cat "$dir"/out.*; exit 1; }
 killed_at=$(cat "$dir/stamp")
@@ -51,12 +41,7 @@ for ((r = 0; r < nranks; r++)); do
   fi
 done
 if [ $check_shm -eq 1 ]; then
-  # Segment names carry FNV-1a-64 of the secret's bytes (src/transport/shm/mesh.cpp: Mesh::jobTag), not the secret.
-  tag=$(python3 -c "
-h = 0xcbf29ce484222325
-for b in bytes.fromhex('$secret'):
-    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
-print(f'{h:016x}')")
+  tag=$(drill_job_tag "$secret")
   leftovers=$(ls /dev/shm 2>/dev/null | grep -e "$tag" -e "$secret")
   if [ -n "$leftovers" ]; then
     echo "FAIL: segments of the job left in /dev/shm:"; echo "$leftovers"; fail=1

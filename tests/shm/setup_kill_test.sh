@@ -15,31 +15,16 @@ steps=("$@")
 timeout_s=${TERN_TIMEOUT:-5}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"; kill $(jobs -p) 2>/dev/null' EXIT
+# shellcheck source=../common/rank_drill.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/rank_drill.sh"
 fail=0
 for step in "${steps[@]}"; do
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-  # Segment names carry FNV-1a-64 of the secret's bytes (src/transport/shm/mesh.cpp: Mesh::jobTag).
-  tag=$(python3 -c "
-h = 0xcbf29ce484222325
-for b in bytes.fromhex('$secret'):
-    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
-print(f'{h:016x}')")
-  pids=()
-  for ((r = 0; r < nranks; r++)); do
-    TERN_RANK=$r TERN_WORLD_SIZE=$nranks TERN_ROOT_ADDR=127.0.0.1:$port TERN_SECRET=$secret \
-      TERN_TIMEOUT=$timeout_s TERN_TEST_SHM_KILL="$victim:$step" "$bin" >"$dir/out.$r" 2>&1 &
-    pids+=($!)
-  done
-  deadline=$((SECONDS + 4 * timeout_s + 20))
-  for ((r = 0; r < nranks; r++)); do
-    while kill -0 "${pids[$r]}" 2>/dev/null; do
-      if ((SECONDS > deadline)); then
-        echo "FAIL [$step]: rank $r still running (hang)"; cat "$dir"/out.*; exit 1
-      fi
-      sleep 0.05
-    done
-  done
+  port=$(drill_port)
+  secret=$(drill_secret)
+  tag=$(drill_job_tag "$secret")
+  drill_start "$nranks" "$port" "$secret" "$timeout_s" "$dir" env TERN_TEST_SHM_KILL="$victim:$step" "$bin"
+  pids=("${DRILL_PIDS[@]}")
+  drill_wait_all $((4 * timeout_s + 20)) "$dir" "$step" || exit 1
   wait "${pids[$victim]}"; rc=$?
   if [ $rc -ne 137 ] || ! grep -q "SIGKILLs itself at shared-memory setup step '$step'" "$dir/out.$victim"; then
     echo "FAIL [$step]: the victim (rank $victim) did not die at the step (rc $rc):"; cat "$dir/out.$victim"; fail=1
