@@ -99,12 +99,14 @@ std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdDat
     if (kind == "ucx" || kind == "ibverbs") {
       NetworkSetup ns{rank, nranks, tcp.get(), deadline, &c->aborted_, opts.timeoutMs};
       c->network_ = kind == "ucx" ? createUcxTransport(ns) : createIbverbsTransport(ns);
+      c->mesh_ = tcp.get();
       c->control_ = std::move(tcp);  // stays open: liveness channel for the RDMA transport
     } else {
       if (!kind.empty() && kind != "tcp") {
         throwError(ternInvalidArgument, "TERN_TRANSPORT=%s: expected tcp, ucx, ibverbs or inproc", kind.c_str());
       }
       IntraNodeSetup setup{rank, nranks, c->hostIds_, id.secret, opts.timeoutMs, tcp.get(), &c->aborted_};
+      c->mesh_ = tcp.get();
       c->network_ = std::move(tcp);
       c->intraNode_ = createIntraNode(setup);
     }
@@ -345,41 +347,70 @@ void Communicator::execute(Operation& op, bool inlineCall) {
       op.finish(ternSuccess, "");
     }
   } catch (const Error& e) {
-    if (isFatal(e.code())) fail(e.code(), e.what());
-    op.finish(e.code(), e.what());
+    op.finish(e.code(), isFatal(e.code()) ? fail(e.code(), e.what()) : std::string(e.what()));
   } catch (const std::bad_alloc&) {
-    fail(ternSystemError, format("rank %d: out of memory in %s", rank_, collectiveName(op.args.coll)));
-    op.finish(ternSystemError, format("rank %d: out of memory in %s", rank_, collectiveName(op.args.coll)));
+    const std::string message = format("rank %d: out of memory in %s", rank_, collectiveName(op.args.coll));
+    op.finish(ternSystemError, fail(ternSystemError, message));
   } catch (const std::exception& e) {
-    fail(ternInternalError, e.what());
-    op.finish(ternInternalError, e.what());
+    op.finish(ternInternalError, fail(ternInternalError, e.what()));
   }
 }
 
-void Communicator::fail(ternResult_t code, const std::string& message) {
+std::string Communicator::fail(ternResult_t code, const std::string& message) {
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    first = !failed_;
+  }
+  std::string report = message;
+  if (first && mesh_ != nullptr && !aborted_.load()) {
+    const TcpTransport::LossVerdict v = mesh_->investigate(code == ternTimeout, options_.timeoutMs);
+    if (v.fromPeer && (message.find(" (detected by rank ") != std::string::npos ||
+                       message.find(format("rank %d failed: ", v.detector)) != std::string::npos)) {
+      report = message;  // the transport reported the notice itself
+      mesh_->announceFailure(v.lost, v.detector, v.detail);
+    } else if (v.fromPeer) {
+      report = v.lost >= 0 ? format("rank %d: rank %d lost (detected by rank %d): %s; on this rank: %s", rank_, v.lost,
+                                    v.detector, v.detail.c_str(), message.c_str())
+                           : format("rank %d: rank %d failed: %s; on this rank: %s", rank_, v.detector,
+                                    v.detail.c_str(), message.c_str());
+      mesh_->announceFailure(v.lost, v.detector, v.detail);  // pass the news on: our neighbours may wait on us
+    } else {
+      if (v.lost >= 0) {
+        report = format("rank %d: rank %d lost (detected by rank %d): %s; %s", rank_, v.lost, rank_, message.c_str(),
+                        v.detail.c_str());
+      }
+      mesh_->announceFailure(v.lost, rank_, message);
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(errorMutex_);
     if (!failed_) {
       failed_ = true;
       failure_ = code;
-      lastError_ = message;
+      lastError_ = report;
     }
   }
-  TERN_LOG(kWarn, kColl, rank_, "%s", message.c_str());
+  TERN_LOG(kWarn, kColl, rank_, "%s", report.c_str());
   // Make every peer fail too instead of waiting for its timeout.
-  active().abort(message);
+  active().abort(report);
+  return report;
 }
 
 void Communicator::abort(const std::string& reason) {
   aborted_.store(true);
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(errorMutex_);
     if (!failed_) {
+      first = true;
       failed_ = true;
       failure_ = ternRemoteError;
       lastError_ = reason;
     }
   }
+  // Peers then report this rank's abort rather than a rank whose connections closed without a word.
+  if (first && mesh_ != nullptr) mesh_->announceFailure(-1, rank_, reason);
   active().abort(reason);
   // Calls in flight on other threads notice within one poll slice (100 ms); wait a while for them to leave, so that
   // they have usually returned when ternCommAbort does. One still inside afterwards holds its own reference.

@@ -31,6 +31,7 @@ namespace tern {
 namespace planner {
 class Planner;
 }  // namespace planner
+class TcpTransport;
 struct ChoiceContext;
 
 struct CommOptions {
@@ -119,7 +120,11 @@ class Communicator {
   DirectOption directOption(const CollArgs& args);
   std::shared_ptr<const Schedule> scheduleFor(const CollArgs& args);
   void* scratch(size_t bytes);
-  void fail(ternResult_t code, const std::string& message);
+  // Records the communicator's first failure and aborts the transports so that peers fail too; returns the error
+  // this call reports. On the first failure over a TCP mesh it first finds out which rank was lost (a peer's notice,
+  // closed connections, or a ping round after a timeout) and tells every peer, so that the whole job names the rank
+  // that was lost, not the neighbour that gave up because of it.
+  std::string fail(ternResult_t code, const std::string& message);
   void workerLoop();
   // Waits until deadline for queued and running operations to finish, then stops the worker. False (the worker
   // still running) when an operation is still executing at the deadline.
@@ -137,6 +142,7 @@ class Communicator {
   std::unique_ptr<Transport> network_;    // tcp, ucx, ibverbs or inproc: reaches every peer
   std::unique_ptr<IntraNode> intraNode_;  // same-host fast path, when there is one
   std::unique_ptr<Transport> transport_;  // what schedules run on (network_, or routed over both)
+  TcpTransport* mesh_ = nullptr;          // the TCP mesh (network_ or control_), when there is one: failure notices
   std::atomic<bool> aborted_{false};
 
   std::map<std::string, std::shared_ptr<const Schedule>> scheduleCache_;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <functional>
 #include <queue>
+#include <string>
 #include <vector>
 
 #include "compress/codec.hpp"
@@ -76,8 +77,9 @@ class Run {
         throwError(ternRemoteError, "rank %d: %s aborted", ctx_.rank, ctx_.what);
       }
       if (Clock::now() > ctx_.deadline) {
-        throwError(ternTimeout, "rank %d: %s timed out (TERN_TIMEOUT) with %zu of %zu steps done", ctx_.rank, ctx_.what,
-                   completed_, n_);
+        throwError(ternTimeout,
+                   "rank %d: %s timed out (TERN_TIMEOUT) with %zu of %zu steps done, waiting for rank(s)%s", ctx_.rank,
+                   ctx_.what, completed_, n_, awaitedPeers().c_str());
       }
       if (inFlight_.empty()) {
         throwError(ternInternalError, "rank %d: %s schedule '%s' is stuck (%zu of %zu steps done)", ctx_.rank,
@@ -187,6 +189,19 @@ class Run {
         if (ctx_.transport->progress(0) > 0) reapTransfers();
       }
     }
+  }
+
+  // " 1 3": the peers of the transfers still in flight, each once (what a timeout was waiting for).
+  std::string awaitedPeers() const {
+    std::vector<bool> awaited(ctx_.nranks, false);
+    for (uint32_t i : inFlight_) {
+      if (!transfers_[i].done) awaited[s_.steps[i].peer] = true;
+    }
+    std::string list;
+    for (int p = 0; p < ctx_.nranks; ++p) {
+      if (awaited[p]) list += " " + std::to_string(p);
+    }
+    return list;
   }
 
   void reapTransfers() {

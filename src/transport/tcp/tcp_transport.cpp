@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 
@@ -34,9 +35,37 @@ Mac initiatorProof(const Secret& secret, const JobId& jobId, const Hello& hello,
       .finish();
 }
 
+bool checkNotice(Notice& notice, int from, int nranks, std::string* why) {
+  notice.text[sizeof(notice.text) - 1] = '\0';
+  if (notice.magic != kNoticeMagic) {
+    *why = "not a notice (bad magic)";
+  } else if (notice.kind < kNoticePing || notice.kind > kNoticeFailed) {
+    *why = format("unknown notice kind %u", notice.kind);
+  } else if (notice.from != from) {
+    *why = format("a notice claiming to come from rank %d", notice.from);
+  } else if (notice.kind == kNoticeFailed &&
+             (notice.lost < -1 || notice.lost >= nranks || notice.detector < 0 || notice.detector >= nranks)) {
+    *why = format("a failure notice naming ranks out of range (lost %d, detector %d)", notice.lost, notice.detector);
+  } else {
+    return true;
+  }
+  return false;
+}
+
 }  // namespace tcp_wire
 
 namespace {
+
+// The longest a failure notice waits for a peer's socket to take it: the peer may be stopped.
+constexpr auto kNoticeSendWait = std::chrono::milliseconds(100);
+// How often a wait in another transport serves the control connections through peerClosed().
+constexpr auto kControlServiceInterval = std::chrono::milliseconds(5);
+
+// "rank L lost (detected by rank D): text", or "rank D failed: text" when no rank was lost.
+std::string describeLoss(int lost, int detector, const std::string& text) {
+  if (lost < 0) return format("rank %d failed: %s", detector, text.c_str());
+  return format("rank %d lost (detected by rank %d): %s", lost, detector, text.c_str());
+}
 
 // Messages at least this large are striped across all of a peer's sockets.
 constexpr size_t kStripeThreshold = 256 * 1024;
@@ -67,6 +96,9 @@ TcpTransport::~TcpTransport() {
     for (auto& c : peer) {
       if (c.fd >= 0) ::close(c.fd);
     }
+  }
+  for (auto& c : control_) {
+    if (c.fd >= 0) ::close(c.fd);
   }
 }
 
@@ -341,9 +373,10 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(int rank, int nranks, Bootst
     t->sameHost_[p] = boot.peers[p].hostId == boot.peers[rank].hostId;
     for (int s = 0; s < socketsPerPeer; ++s) t->channels_[p][s].peer = p;
   }
-  std::vector<std::vector<int>> fds(nranks, std::vector<int>(socketsPerPeer, -1));
-  Setup setup{rank,   nranks,     socketsPerPeer, boot.peers, boot.listener.get(),
-              secret, boot.jobId, deadline,       abortFlag,  fds};
+  // The control connection is the last socket index of each pair, made by the same authenticated handshake.
+  const int connections = socketsPerPeer + (nranks >= 3 ? 1 : 0);
+  std::vector<std::vector<int>> fds(nranks, std::vector<int>(connections, -1));
+  Setup setup{rank, nranks, connections, boot.peers, boot.listener.get(), secret, boot.jobId, deadline, abortFlag, fds};
   try {
     PeerConnector(setup).run();
   } catch (...) {
@@ -357,6 +390,13 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(int rank, int nranks, Bootst
   boot.listener.reset();
   for (int p = 0; p < nranks; ++p) {
     for (int s = 0; s < socketsPerPeer; ++s) t->channels_[p][s].fd = fds[p][s];
+  }
+  if (connections > socketsPerPeer) {
+    t->control_.resize(nranks);
+    for (int p = 0; p < nranks; ++p) {
+      t->control_[p].fd = fds[p][socketsPerPeer];
+      if (p != rank) setNonBlocking(fds[p][socketsPerPeer], true);
+    }
   }
   for (int p = 0; p < nranks; ++p) {
     if (p == rank) continue;
@@ -512,6 +552,7 @@ int TcpTransport::drive(Channel& c) {
 
 int TcpTransport::progress(int waitMs) {
   throwIfAborted();
+  if (noticed_.load(std::memory_order_acquire)) throwNotice();
   int completed = 0;
   for (auto& peer : channels_) {
     for (auto& c : peer) {
@@ -537,10 +578,25 @@ int TcpTransport::progress(int waitMs) {
     }
   }
   if (fds.size() == 1) return 0;
+  // Sleeping: a ping or a peer's failure notice must wake us as well.
+  const size_t dataFds = fds.size();
+  for (const auto& c : control_) {
+    if (c.fd >= 0 && !c.closed) fds.push_back({c.fd, POLLIN, 0});
+  }
   int r = ::poll(fds.data(), fds.size(), waitMs > 100 ? 100 : waitMs);
   if (r < 0 && errno != EINTR) throwSystemError("tcp: poll");
   throwIfAborted();
-  for (size_t i = 1; i < fds.size(); ++i) {
+  for (size_t i = dataFds; i < fds.size(); ++i) {
+    if (fds[i].revents != 0) {
+      {
+        std::unique_lock<std::mutex> lock(controlMutex_, std::try_to_lock);
+        if (lock.owns_lock()) serveControl();
+      }
+      if (noticed_.load(std::memory_order_acquire)) throwNotice();
+      break;
+    }
+  }
+  for (size_t i = 1; i < dataFds; ++i) {
     if (fds[i].revents != 0) completed += drive(*owners[i]);
   }
   return completed;
@@ -557,6 +613,21 @@ bool TcpTransport::hasPending() const {
 
 bool TcpTransport::peerClosed(int peer) {
   if (abortSignal_.raised()) return true;
+  if (hasControl()) {
+    std::unique_lock<std::mutex> lock(controlMutex_, std::try_to_lock);
+    if (lock.owns_lock()) {
+      const Clock::time_point now = Clock::now();
+      if (now >= nextControlService_) {
+        nextControlService_ = now + kControlServiceInterval;
+        serveControl();
+      }
+      if (control_[peer].announced || control_[peer].closed) return true;
+    }
+  }
+  return dataChannelsClosed(peer);
+}
+
+bool TcpTransport::dataChannelsClosed(int peer) {
   for (auto& c : channels_[peer]) {
     if (c.fd < 0 || !c.recvs.empty()) continue;  // a pending receive would notice by itself
     char byte;
@@ -575,6 +646,216 @@ void TcpTransport::abort(const std::string& reason) {
     for (auto& c : peer) {
       if (c.fd >= 0) ::shutdown(c.fd, SHUT_RDWR);
     }
+  }
+  for (auto& c : control_) {
+    if (c.fd >= 0) ::shutdown(c.fd, SHUT_RDWR);
+  }
+}
+
+void TcpTransport::serveControl() {
+  for (int p = 0; p < static_cast<int>(control_.size()); ++p) {
+    Control& c = control_[p];
+    if (p == rank_ || c.fd < 0 || c.closed) continue;
+    for (;;) {
+      ssize_t n = ::recv(c.fd, c.frame + c.have, sizeof(c.frame) - c.have, MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+      if (n <= 0) {  // the peer is gone (a normal exit closes it too: no error by itself)
+        c.closed = true;
+        break;
+      }
+      c.have += static_cast<size_t>(n);
+      if (c.have < sizeof(c.frame)) continue;
+      c.have = 0;
+      takeNotice(p, c.frame);
+      if (c.closed) break;
+    }
+  }
+}
+
+void TcpTransport::takeNotice(int peer, const void* frame) {
+  tcp_wire::Notice n;
+  std::memcpy(&n, frame, sizeof(n));
+  std::string why;
+  if (!tcp_wire::checkNotice(n, peer, nranks_, &why)) {
+    TERN_LOG(kWarn, kNet, rank_, "control connection of rank %d (%s): %s; ignoring it from now on", peer,
+             peerAddress_[peer].c_str(), why.c_str());
+    control_[peer].closed = true;
+    return;
+  }
+  switch (n.kind) {
+    case tcp_wire::kNoticePing: {
+      tcp_wire::Notice pong;
+      pong.kind = tcp_wire::kNoticePong;
+      pong.from = rank_;
+      pong.sequence = n.sequence;
+      sendNotice(peer, &pong);
+      break;
+    }
+    case tcp_wire::kNoticePong:
+      control_[peer].answered = n.sequence;
+      break;
+    case tcp_wire::kNoticeFailed:
+      control_[peer].announced = true;
+      if (!noticed_.load()) {
+        noticeFrom_ = peer;
+        noticeLost_ = n.lost;
+        noticeDetector_ = n.detector;
+        noticeText_ = n.text;
+        noticed_.store(true, std::memory_order_release);
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+bool TcpTransport::sendNotice(int peer, const void* frame) {
+  Control& c = control_[peer];
+  const char* bytes = static_cast<const char*>(frame);
+  size_t sent = 0;
+  const auto until = Clock::now() + kNoticeSendWait;
+  while (sent < sizeof(tcp_wire::Notice)) {
+    ssize_t n = ::send(c.fd, bytes + sent, sizeof(tcp_wire::Notice) - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (left <= 0) break;
+    pollfd pfd{c.fd, POLLOUT, 0};
+    ::poll(&pfd, 1, static_cast<int>(left));
+  }
+  if (sent > 0 && sent < sizeof(tcp_wire::Notice)) c.closed = true;  // out of step: its frames cannot be trusted
+  return sent == sizeof(tcp_wire::Notice);
+}
+
+void TcpTransport::throwNotice() {
+  std::string what;
+  {
+    std::lock_guard<std::mutex> lock(controlMutex_);
+    what = describeLoss(noticeLost_, noticeDetector_, noticeText_);
+  }
+  throwError(ternRemoteError, "rank %d: %s", rank_, what.c_str());
+}
+
+TcpTransport::LossVerdict TcpTransport::verdictFromNotice() const {
+  LossVerdict v;
+  v.lost = noticeLost_;
+  v.detector = noticeDetector_;
+  v.detail = noticeText_;
+  v.fromPeer = true;
+  return v;
+}
+
+template <typename Done>
+bool TcpTransport::serveControlUntil(std::chrono::milliseconds wait, Done done) {
+  const auto until = Clock::now() + wait;
+  for (;;) {
+    serveControl();
+    if (done()) return true;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (left <= 0) return false;
+    std::vector<pollfd> fds;
+    for (const auto& c : control_) {
+      if (c.fd >= 0 && !c.closed) fds.push_back({c.fd, POLLIN, 0});
+    }
+    if (fds.empty()) return done();
+    ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left, 10)));
+  }
+}
+
+TcpTransport::LossVerdict TcpTransport::investigate(bool timedOut, int timeoutMs) {
+  LossVerdict v;
+  if (abortSignal_.raised()) return v;  // our own abort: nothing to learn from the connections it shut
+  if (!hasControl()) {
+    // Two ranks: whatever was lost is the other one, if its connection closed or it never answered.
+    const int other = 1 - rank_;
+    if (nranks_ == 2 && dataChannelsClosed(other)) {
+      v.lost = other;
+      v.detector = rank_;
+      v.detail = format("rank %d's connections closed", other);
+    } else if (nranks_ == 2 && timedOut) {
+      v.lost = other;
+      v.detector = rank_;
+      v.detail = format("rank %d did not answer within TERN_TIMEOUT", other);
+    }
+    return v;
+  }
+  std::lock_guard<std::mutex> lock(controlMutex_);
+  const auto step = std::chrono::milliseconds(std::clamp(timeoutMs / 4, 1, 1000));
+  serveControl();
+  if (noticed_) return verdictFromNotice();
+  // Peers whose connections closed: a notice sent just before (on another connection) may still be on its way,
+  // and it settles the question; a control connection closed without one says the peer died.
+  std::vector<int> closed;
+  auto findClosed = [&] {
+    closed.clear();
+    for (int p = 0; p < nranks_; ++p) {
+      if (p != rank_ && (control_[p].closed || dataChannelsClosed(p))) closed.push_back(p);
+    }
+    return !closed.empty();
+  };
+  if (!findClosed() && !timedOut) {
+    // An error that is not a timeout may have come from a dying peer before its connections closed (the kernel
+    // tears a process's memory down before its files; a read of its memory fails first): let them settle.
+    serveControlUntil(std::min(step, std::chrono::milliseconds(200)), [&] { return noticed_ || findClosed(); });
+    if (noticed_) return verdictFromNotice();
+  }
+  if (!closed.empty()) {
+    serveControlUntil(std::min(step, std::chrono::milliseconds(500)), [&] {
+      if (noticed_) return true;
+      for (int p : closed) {
+        if (!control_[p].closed) return false;
+      }
+      return true;
+    });
+    if (noticed_) return verdictFromNotice();
+    v.lost = closed.front();
+    v.detector = rank_;
+    v.detail = format("rank %d's connections closed without a failure notice (it exited or was killed)", v.lost);
+    return v;
+  }
+  if (!timedOut) return v;
+  // A timeout: ask everyone. A live rank answers from inside any tern wait; a stopped or cut-off one cannot.
+  tcp_wire::Notice ping;
+  ping.kind = tcp_wire::kNoticePing;
+  ping.from = rank_;
+  ping.sequence = ++pingSequence_;
+  for (int p = 0; p < nranks_; ++p) {
+    if (p != rank_ && !control_[p].closed) sendNotice(p, &ping);
+  }
+  auto silent = [&] {
+    std::vector<int> s;
+    for (int p = 0; p < nranks_; ++p) {
+      if (p != rank_ && (control_[p].closed || control_[p].answered != ping.sequence)) s.push_back(p);
+    }
+    return s;
+  };
+  serveControlUntil(step, [&] { return noticed_ || silent().empty(); });
+  if (noticed_) return verdictFromNotice();
+  const std::vector<int> gone = silent();
+  if (gone.empty()) return v;  // everyone is there: a plain timeout (ranks in different calls, or a deadlock)
+  v.lost = gone.front();
+  v.detector = rank_;
+  std::string others;
+  for (size_t i = 1; i < gone.size(); ++i) others += format(" %d", gone[i]);
+  v.detail = format("it did not answer within %lld ms after a wait timed out%s%s", static_cast<long long>(step.count()),
+                    others.empty() ? "" : "; not answering either:", others.c_str());
+  return v;
+}
+
+void TcpTransport::announceFailure(int lost, int detector, const std::string& text) {
+  if (!hasControl() || abortSignal_.raised()) return;
+  std::lock_guard<std::mutex> lock(controlMutex_);
+  tcp_wire::Notice n;
+  n.kind = tcp_wire::kNoticeFailed;
+  n.from = rank_;
+  n.lost = lost;
+  n.detector = detector < 0 ? rank_ : detector;
+  std::snprintf(n.text, sizeof(n.text), "%s", text.c_str());
+  for (int p = 0; p < nranks_; ++p) {
+    if (p != rank_ && control_[p].fd >= 0 && !control_[p].closed && !control_[p].announced) sendNotice(p, &n);
   }
 }
 

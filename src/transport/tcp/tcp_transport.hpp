@@ -5,11 +5,20 @@
 // full while one socket's buffer drains. Small messages go whole on one socket (chosen by sequence number, so
 // both sides agree without negotiation). Every message part carries a small header (sequence, part index, sizes)
 // so that a mismatch between ranks' calls is reported as an error instead of corrupting data.
+//
+// Failure path: a job of three or more ranks also keeps one control connection per peer, which carries only small
+// fixed-size notices and so is never stuck behind data. A rank that fails tells every peer which rank was lost and
+// who noticed (announceFailure), and a rank that times out asks every peer whether it is still there (a ping each
+// live rank answers from inside any tern wait) before it names the rank that went silent (investigate). So a rank
+// that only sees the cascade (a neighbour's closed connection, a neighbour's abort flag) still names the rank that
+// was lost, not the neighbour that gave up because of it. Two ranks need none of this: the lost rank can only be
+// the other one.
 #pragma once
 
 #include <atomic>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,9 +47,27 @@ class TcpTransport : public Transport {
   void abort(const std::string& reason) override;
   bool sameHost(int peer) const override { return sameHost_[peer]; }
   bool hasPending() const override;
-  // True if the peer's connections show end-of-file or an error without blocking: the liveness check that
-  // other transports (shared memory) use for peers they otherwise only meet through memory.
+  // True if the peer's connections show end-of-file or an error without blocking, or the peer announced that it
+  // failed: the liveness check that other transports (shared memory) use for peers they otherwise only meet through
+  // memory. It also serves the control connections (answers pings, takes notices), so a rank blocked in another
+  // transport's wait still answers.
   bool peerClosed(int peer);
+
+  // What this rank can tell about a failure of the job it is about to report.
+  struct LossVerdict {
+    int lost = -1;          // the rank that was lost; -1 when none is known (a failure of this rank's own)
+    int detector = -1;      // the rank that noticed the loss first
+    std::string detail;     // how: the detector's own error, or what was seen here
+    bool fromPeer = false;  // learned from a peer's notice (detail is that peer's account)
+  };
+  // Called once on the failure path, before abort(): a peer's failure notice if one came (or comes within a short
+  // grace while closed connections of peers settle); else the peers whose connections closed without a notice (they
+  // died); else, when the failure was a timeout, the peers that do not answer a ping within a bounded wait
+  // (stopped, or cut off). Bounded by min(1 s, timeoutMs / 4) per step.
+  LossVerdict investigate(bool timedOut, int timeoutMs);
+  // Tells every peer that this rank fails: lost (-1 for none) and detector as investigate() found them, text the
+  // error. Best effort, bounded (a peer that stopped reading does not block it).
+  void announceFailure(int lost, int detector, const std::string& text);
 
   // What the connection handshake works with (tcp_transport.cpp).
   struct Setup {
@@ -90,6 +117,26 @@ class TcpTransport : public Transport {
   void checkHeader(const Channel& c, const Part& p) const;
   [[noreturn]] void connectionLost(const Channel& c, const char* during, int err);
 
+  // The control connections (see the top of this file); everything below runs under controlMutex_.
+  struct Control {
+    int fd = -1;
+    unsigned char frame[256];  // a notice being received (sizeof(tcp_wire::Notice))
+    size_t have = 0;
+    bool closed = false;     // end-of-file, an error, or malformed input: no more notices from it
+    uint32_t answered = 0;   // the last ping sequence it answered
+    bool announced = false;  // it sent a failure notice
+  };
+  bool hasControl() const { return !control_.empty(); }
+  bool dataChannelsClosed(int peer);
+  void serveControl();
+  void takeNotice(int peer, const void* frame);
+  bool sendNotice(int peer, const void* frame);
+  [[noreturn]] void throwNotice();
+  LossVerdict verdictFromNotice() const;
+  // Serves the control connections until done() or the wait is over; true if done() held.
+  template <typename Done>
+  bool serveControlUntil(std::chrono::milliseconds wait, Done done);
+
   int rank_;
   int nranks_;
   int socketsPerPeer_;
@@ -99,6 +146,17 @@ class TcpTransport : public Transport {
   std::vector<std::string> peerAddress_;
   std::vector<bool> sameHost_;
   AbortSignal abortSignal_;
+
+  std::vector<Control> control_;  // [peer]; empty with fewer than three ranks
+  std::mutex controlMutex_;
+  uint32_t pingSequence_ = 0;
+  // The first failure notice any peer sent: (lost, detector, text). Atomic flag: read on the call path unlocked.
+  std::atomic<bool> noticed_{false};
+  int noticeFrom_ = -1;
+  int noticeLost_ = -1;
+  int noticeDetector_ = -1;
+  std::string noticeText_;
+  Clock::time_point nextControlService_{};
 };
 
 // The peer handshake on the wire (host byte order). Public for tests (fake peers) and fuzzers.
@@ -134,6 +192,25 @@ struct Proof {  // initiator -> acceptor
 struct Accept {  // acceptor -> initiator: the connection is in place
   uint32_t magic = kAcceptMagic;
 };
+
+// A control-connection notice: fixed size, so a receiver always knows where the next one starts.
+inline constexpr uint32_t kNoticeMagic = 0x45544f4e;  // "NOTE"
+enum NoticeKind : uint32_t { kNoticePing = 1, kNoticePong = 2, kNoticeFailed = 3 };
+
+struct Notice {
+  uint32_t magic = kNoticeMagic;
+  uint32_t kind = 0;
+  int32_t from = -1;
+  int32_t lost = -1;      // kNoticeFailed: the rank lost, -1 when the sender failed on its own
+  int32_t detector = -1;  // kNoticeFailed: the rank that noticed the loss
+  uint32_t sequence = 0;  // ping and pong
+  char text[232] = {};    // kNoticeFailed: the detector's error, terminated
+};
+static_assert(sizeof(Notice) == 256);
+
+// Checks a notice peer `from` of an nranks job sent, and terminates its text. False, with why, when it is malformed
+// (then the receiver stops reading that connection).
+bool checkNotice(Notice& notice, int from, int nranks, std::string* why);
 
 Mac acceptorProof(const Secret& secret, const JobId& jobId, const Hello& hello, const Nonce& acceptorNonce);
 Mac initiatorProof(const Secret& secret, const JobId& jobId, const Hello& hello, const Nonce& acceptorNonce);
