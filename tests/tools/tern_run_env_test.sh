@@ -20,10 +20,30 @@ for r in 0 1 2; do
   expect_eq "${lines[$r]}" "$r 3 $r 3 $addr $secret hello from-parent" "environment of rank $r"
 done
 
-# The port was free: nothing listens on it yet, so binding it works (rank 0 will do exactly this).
+# The port is held for rank 0 while the job runs (no pick-then-close race): another program's plain bind gets
+# EADDRINUSE, while rank 0's listener (SO_REUSEADDR, as src/core/socket.cpp binds) can bind and listen on it.
+probe='
+import os, socket
+port = int(os.environ["TERN_ROOT_ADDR"].rsplit(":", 1)[1])
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", port))
+    print("stranger-bind-ok")
+except OSError:
+    print("stranger-bind-refused")
+r = socket.socket()
+r.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+r.bind(("127.0.0.1", port))
+r.listen()
+print("root-listen-ok")
+'
+run_tern -n 1 --no-tag-output python3 -c "$probe"
+expect_eq "$RC" 0 "exit code of the port probe"
+expect_eq "$OUT" $'stranger-bind-refused\nroot-listen-ok' "the reserved root port"
+# Once tern-run is gone the port is free again.
 port=${addr##*:}
 python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', $port))" 2>/dev/null ||
-  fail "TERN_ROOT_ADDR port $port is not bindable"
+  fail "TERN_ROOT_ADDR port $port is still taken after the job"
 
 # Every job gets a fresh secret.
 run_tern -n 1 sh -c 'echo $TERN_SECRET'

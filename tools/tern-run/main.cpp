@@ -62,7 +62,14 @@ int Launch(const Options& opts) {
   contract.local_size = opts.nprocs;
   contract.rank_offset = opts.rank_offset;
   contract.rank_stride = opts.rank_stride;
-  contract.root_addr = opts.root_addr ? *opts.root_addr : PickLoopbackRootAddr();
+  // Held until tern-run exits, so the port stays rank 0's (root_addr.hpp).
+  LoopbackRootReservation reserved_root;
+  if (opts.root_addr) {
+    contract.root_addr = *opts.root_addr;
+  } else {
+    reserved_root = ReserveLoopbackRootAddr();
+    contract.root_addr = reserved_root.addr;
+  }
   contract.secret = opts.secret ? *opts.secret : RandomSecretHex();
   RankEnvironment env(CurrentEnvironment(), opts.extra_env, contract);
 

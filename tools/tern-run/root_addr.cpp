@@ -7,8 +7,6 @@
 #include <cerrno>
 #include <system_error>
 
-#include "unique_fd.hpp"
-
 namespace tern::run {
 
 bool IsValidRootAddr(std::string_view addr) {
@@ -29,9 +27,13 @@ bool IsValidRootAddr(std::string_view addr) {
   return value >= 1 && value <= 65535;
 }
 
-std::string PickLoopbackRootAddr() {
+LoopbackRootReservation ReserveLoopbackRootAddr() {
   UniqueFd sock(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!sock.valid()) throw std::system_error(errno, std::generic_category(), "socket");
+  int one = 1;
+  if (::setsockopt(sock.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
+    throw std::system_error(errno, std::generic_category(), "setsockopt SO_REUSEADDR");
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -43,8 +45,10 @@ std::string PickLoopbackRootAddr() {
   if (::getsockname(sock.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     throw std::system_error(errno, std::generic_category(), "getsockname");
   }
-  // The socket never listened, so closing it leaves no TIME_WAIT entry that would keep rank 0 from binding.
-  return "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  LoopbackRootReservation r;
+  r.addr = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  r.socket = std::move(sock);
+  return r;
 }
 
 }  // namespace tern::run
