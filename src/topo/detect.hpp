@@ -17,6 +17,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "topo/topology.hpp"
 
@@ -29,6 +30,14 @@ HostTopology detectHost();
 // A host from an hwloc XML file (as written by `lstopo --of xml` or hwloc_topology_export_xml). The host id is the
 // file's HostName (or the file name). Without hwloc support throws Error(ternInvalidArgument) saying so; a file hwloc
 // rejects throws Error(ternInvalidArgument, "<path>: ...").
+//
+// hwloc's importer is not hardened against malformed files (some well-formed XML makes it dereference wild
+// pointers), and a file a user names must never crash the process reading it. So the bytes are first imported in a
+// forked child; only when that child imported and converted them without crashing (within a deadline) does this
+// process import them itself, from the same bytes: hwloc is deterministic on them. A file that crashed or hung the
+// child throws Error(ternInvalidArgument, "<path>: hwloc crashed importing it ...").
 HostTopology loadHwlocXml(const std::string& path);
+// The same from the file's bytes, already read; `source` names it in errors and, without a HostName, is the host id.
+HostTopology parseHwlocXml(std::string_view text, const std::string& source);
 
 }  // namespace tern::topo

@@ -2,10 +2,20 @@
 #ifdef TERN_HAVE_HWLOC
 
 #include <hwloc.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <sstream>
+#include <string_view>
+#include <thread>
 #include <type_traits>
 
 #include "core/error.hpp"
@@ -246,7 +256,20 @@ class HwlocConverter {
   int switches_ = 0;
 };
 
+// hwloc loads its plugins (dlopen of libxml2, OpenCL, X11, libpciaccess, ...) when the first topology of the process
+// is initialised and unloads them when the last is destroyed, so every file import would load them all again (the
+// cost of an import, many times the parse), and each unload of the PCI plugin leaves what libpciaccess allocated
+// unreachable. One topology kept for the life of the process keeps them loaded once.
+void keepHwlocPluginsLoaded() {
+  static const hwloc_topology_t keeper = [] {
+    hwloc_topology_t t = nullptr;
+    return hwloc_topology_init(&t) == 0 ? t : nullptr;
+  }();
+  (void)keeper;
+}
+
 TopologyPtr newTopology() {
+  keepHwlocPluginsLoaded();
   hwloc_topology_t t = nullptr;
   if (hwloc_topology_init(&t) != 0) throwSystemError("hwloc_topology_init");
   TopologyPtr topo(t);
@@ -277,20 +300,100 @@ HostTopology detectHost() {
   return host;
 }
 
-HostTopology loadHwlocXml(const std::string& path) {
+namespace {
+
+// hwloc takes the buffer's size as an int; no machine's export comes near this.
+constexpr size_t kMaxHwlocXmlBytes = size_t{256} << 20;
+// Importing even a large machine's export takes milliseconds; a child still busy after this is stuck in a loop.
+constexpr auto kHwlocImportDeadline = std::chrono::seconds(30);
+// The child's exit codes: imported and converted, or refused with an exception (which this process then reproduces
+// for its message). Anything else (a signal, a sanitizer's exit code, a deadline) is a crash.
+constexpr int kChildImported = 0;
+constexpr int kChildRejected = 3;
+
+// Imports and converts; every rejection is an Error. `text` must be followed by a NUL (std::string's is), which
+// hwloc's buffer size includes.
+HostTopology importHwlocXml(std::string_view text, const std::string& source) {
   TopologyPtr topo = newTopology();
-  if (hwloc_topology_set_xml(topo.get(), path.c_str()) != 0) {
-    throwError(ternInvalidArgument, "%s: hwloc cannot read it as an XML topology (%s)", path.c_str(),
+  if (hwloc_topology_set_xmlbuffer(topo.get(), text.data(), static_cast<int>(text.size() + 1)) != 0) {
+    throwError(ternInvalidArgument, "%s: hwloc cannot read it as an XML topology (%s)", source.c_str(),
                std::strerror(errno));
   }
   if (hwloc_topology_load(topo.get()) != 0) {
-    throwError(ternInvalidArgument, "%s: hwloc rejected the XML topology (%s)", path.c_str(), std::strerror(errno));
+    throwError(ternInvalidArgument, "%s: hwloc rejected the XML topology (%s)", source.c_str(), std::strerror(errno));
   }
   HostTopology host = HwlocConverter(topo.get(), /*live=*/false).convert();
-  host.id = host.hostname.empty() ? baseName(path) : host.hostname;
+  host.id = host.hostname.empty() ? baseName(source) : host.hostname;
   canonicalizeDevices(host);
   completeHost(host);
   return host;
+}
+
+// Runs the import in a forked child (see detect.hpp for why); throws when the child did not end with either of its
+// two clean outcomes. The child only imports and leaves with _exit: no atexit handler, stdio flush or leak check of
+// the parent's state runs in it, and crash signals kill it quietly instead of reaching handlers (a sanitizer's, a
+// fuzzer's, the application's) that belong to the parent.
+void importInChild(const std::string& text, const std::string& source) {
+  const pid_t pid = ::fork();
+  if (pid < 0) throwSystemError("fork (to import an hwloc XML file)");
+  if (pid == 0) {
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) std::signal(sig, SIG_DFL);
+    int code = kChildImported;
+    try {
+      importHwlocXml(text, source);
+    } catch (...) {
+      code = kChildRejected;
+    }
+    ::_exit(code);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kHwlocImportDeadline;
+  auto pause = std::chrono::microseconds(100);
+  int status = 0;
+  bool timedOut = false;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &status, timedOut ? 0 : WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) throwSystemError("waitpid (hwloc XML import)");
+    if (r == 0 && std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      timedOut = true;
+      continue;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(10000));
+  }
+  if (timedOut) {
+    throwError(ternInvalidArgument, "%s: hwloc did not finish importing it within %lld s; the file is malformed",
+               source.c_str(), static_cast<long long>(kHwlocImportDeadline.count()));
+  }
+  if (WIFEXITED(status) && (WEXITSTATUS(status) == kChildImported || WEXITSTATUS(status) == kChildRejected)) return;
+  if (WIFSIGNALED(status)) {
+    throwError(ternInvalidArgument, "%s: hwloc crashed importing it (signal %d, %s); the file is malformed",
+               source.c_str(), WTERMSIG(status), strsignal(WTERMSIG(status)));
+  }
+  throwError(ternInvalidArgument, "%s: hwloc failed importing it (exit code %d); the file is malformed", source.c_str(),
+             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+}  // namespace
+
+HostTopology parseHwlocXml(std::string_view text, const std::string& source) {
+  if (text.size() > kMaxHwlocXmlBytes) {
+    throwError(ternInvalidArgument, "%s: %zu bytes is too large for an hwloc XML topology (at most %zu)",
+               source.c_str(), text.size(), kMaxHwlocXmlBytes);
+  }
+  const std::string owned(text);  // NUL-terminated, as hwloc's buffer import wants
+  importInChild(owned, source);
+  return importHwlocXml(owned, source);
+}
+
+HostTopology loadHwlocXml(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throwError(ternInvalidArgument, "%s: cannot open: %s", path.c_str(), std::strerror(errno));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) throwError(ternInvalidArgument, "%s: cannot read: %s", path.c_str(), std::strerror(errno));
+  return parseHwlocXml(buf.str(), path);
 }
 
 }  // namespace tern::topo

@@ -278,6 +278,8 @@ HostTopology loadHwlocXml(const std::string& path) {
              path.c_str());
 }
 
+HostTopology parseHwlocXml(std::string_view, const std::string& source) { return loadHwlocXml(source); }
+
 }  // namespace tern::topo
 
 #endif  // !TERN_HAVE_HWLOC

@@ -75,7 +75,7 @@ JobTopology loadTopologyFile(const std::string& path) {
     case TopoFormat::kNcclXml:
       return parseNcclXml(text, path);
     case TopoFormat::kHwlocXml: {
-      JobTopology job = singleHostJob(loadHwlocXml(path));
+      JobTopology job = singleHostJob(parseHwlocXml(text, path));
       validate(job, path);
       return job;
     }
