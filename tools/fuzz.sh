@@ -53,12 +53,14 @@ for t in "${targets[@]}"; do
   start=$SECONDS
   if ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1} \
      UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-     LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp:print_suppressions=0} \
+     LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/sanitize/lsan.supp:print_suppressions=0} \
      "$exe" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
        -artifact_prefix="$dir/" "${args[@]}" >"$log" 2>&1; then
     execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' || true)
+    rate=$(grep -E '^stat::average_exec_per_sec' "$log" | awk '{print $2}' || true)
     cov=$(grep -E 'DONE +cov:' "$log" | sed -E 's/.*cov: ([0-9]+).*/\1/' | tail -1 || true)
-    echo "fuzz $t: ok, $((SECONDS - start)) s, ${execs:-?} runs, cov ${cov:-?}, corpus $(ls "$dir/corpus" | wc -l) new"
+    echo "fuzz $t: ok, $((SECONDS - start)) s, ${execs:-?} runs (${rate:-?}/s), cov ${cov:-?}," \
+      "corpus $(ls "$dir/corpus" | wc -l) new"
   else
     status=1
     echo "fuzz $t: FINDING after $((SECONDS - start)) s (log $log):"
