@@ -1,8 +1,12 @@
-// The algorithm table. Names are what TERN_ALGO and tools use; descriptions are printed by tern-calc and the perf
-// binaries, one line each. Order within a collective is the fallback preference when nothing else decides.
+// The catalogue. Names are what TERN_ALGO and tools use; descriptions are printed by tern-calc and the perf
+// binaries, one line each. Schedule-built entries come first (algorithms() is that prefix); within a collective
+// and family, order is the fallback preference when nothing else decides.
 #include "algorithms/registry.hpp"
 
 #include <array>
+
+#include "algorithms/compressed.hpp"
+#include "algorithms/shm/shm_catalogue.hpp"
 
 namespace tern {
 
@@ -65,12 +69,106 @@ constexpr std::array kAlgorithms = {
                   buildDirectPointToPoint},
 };
 
+// The shared-memory algorithms (src/algorithms/shm), one entry per collective they have a form for.
+constexpr const char* kShmSmall =
+    "one phase through per-rank small areas: every rank folds or copies every rank's data";
+constexpr const char* kShmPipelined =
+    "chunked: each rank reduces its slice of a chunk, peers gather it; staged, or reading buffers in place";
+constexpr const char* kShmCma =
+    "one pass reading peers' ordinary buffers by CMA (process_vm_readv); ranks in separate processes";
+constexpr const char* kShmMapped =
+    "one pass over every rank's buffers in place (threads of a process, or ternMemAlloc buffers mapped by peers)";
+
+constexpr AlgorithmInfo shmEntry(const char* name, Collective c, const char* description, AppliesFn applies,
+                                 CostFn cost) {
+  return AlgorithmInfo{name, c, description, nullptr, AlgorithmFamily::kSharedMemory, applies, cost};
+}
+
+constexpr AlgorithmInfo compressedEntry(const char* name, Collective c, const char* description,
+                                        ScheduleBuilderFn build) {
+  return AlgorithmInfo{name, c, description, build, AlgorithmFamily::kCompressed};
+}
+
+constexpr std::array kOtherFamilies = {
+    shmEntry("shm_small", Collective::kAllReduce, kShmSmall, shm::shmSmallApplies, shm::shmSmallCost),
+    shmEntry("shm_pipelined", Collective::kAllReduce, kShmPipelined, shm::shmPipelinedApplies, shm::shmChunkedCost),
+    shmEntry("shm_cma", Collective::kAllReduce, kShmCma, shm::shmCmaApplies, shm::shmChunkedCost),
+    shmEntry("shm_mapped", Collective::kAllReduce, kShmMapped, shm::shmMappedApplies, shm::shmChunkedCost),
+    shmEntry("shm_small", Collective::kAllGather, kShmSmall, shm::shmSmallApplies, shm::shmSmallCost),
+    shmEntry("shm_pipelined", Collective::kAllGather, kShmPipelined, shm::shmPipelinedApplies, shm::shmChunkedCost),
+    shmEntry("shm_cma", Collective::kAllGather, kShmCma, shm::shmCmaApplies, shm::shmChunkedCost),
+    shmEntry("shm_small", Collective::kReduceScatter, kShmSmall, shm::shmSmallApplies, shm::shmSmallCost),
+    shmEntry("shm_pipelined", Collective::kReduceScatter, kShmPipelined, shm::shmPipelinedApplies, shm::shmChunkedCost),
+    shmEntry("shm_small", Collective::kBroadcast, kShmSmall, shm::shmSmallApplies, shm::shmSmallCost),
+    shmEntry("shm_pipelined", Collective::kBroadcast, kShmPipelined, shm::shmPipelinedApplies, shm::shmChunkedCost),
+    shmEntry("shm_cma", Collective::kBroadcast, kShmCma, shm::shmCmaApplies, shm::shmChunkedCost),
+    shmEntry("shm_small", Collective::kReduce, kShmSmall, shm::shmSmallApplies, shm::shmSmallCost),
+    shmEntry("shm_pipelined", Collective::kReduce, kShmPipelined, shm::shmPipelinedApplies, shm::shmChunkedCost),
+    shmEntry("shm_small", Collective::kBarrier, "one flag round through the small areas", shm::shmSmallApplies,
+             shm::shmSmallCost),
+    // Compressed collectives (src/algorithms/compressed.cpp): TERN_COMPRESS and the codec choose among them.
+    compressedEntry("compressed_2phase", Collective::kAllReduce,
+                    "dense codec: encoded chunks all-to-all, summed by their owner, re-encoded and gathered",
+                    buildCompressedTwoPhaseAllReduce),
+    compressedEntry("compressed_hier", Collective::kAllReduce,
+                    "dense codec on even nodes: uncompressed inside nodes, two-phase compressed between them",
+                    buildCompressedHierAllReduce),
+    compressedEntry("sparse_allgather", Collective::kAllReduce,
+                    "Top-K: every rank's index/value pairs all-gathered and summed in rank order",
+                    buildSparseAllGatherAllReduce),
+    compressedEntry("compressed_allgather", Collective::kAllGather, "each rank's block encoded once and gathered",
+                    buildCompressedAllGather),
+    compressedEntry("compressed_reducescatter", Collective::kReduceScatter,
+                    "phase one of the two-phase allreduce: encoded blocks to their owners, decoded and summed",
+                    buildCompressedReduceScatter),
+};
+
+constexpr auto kCatalogue = [] {
+  std::array<AlgorithmInfo, kAlgorithms.size() + kOtherFamilies.size()> all{};
+  size_t i = 0;
+  for (const AlgorithmInfo& a : kAlgorithms) all[i++] = a;
+  for (const AlgorithmInfo& a : kOtherFamilies) all[i++] = a;
+  return all;
+}();
+
+constexpr bool scheduleEntriesFirst() {
+  for (const AlgorithmInfo& a : kAlgorithms) {
+    if (a.family != AlgorithmFamily::kSchedule || a.build == nullptr) return false;
+  }
+  for (const AlgorithmInfo& a : kOtherFamilies) {
+    if (a.family == AlgorithmFamily::kSchedule) return false;
+  }
+  return true;
+}
+static_assert(scheduleEntriesFirst(), "algorithms() is the schedule-built prefix of the catalogue");
+
 }  // namespace
 
-std::span<const AlgorithmInfo> algorithms() { return {kAlgorithms.data(), kAlgorithms.size()}; }
+const char* algorithmFamilyName(AlgorithmFamily f) {
+  switch (f) {
+    case AlgorithmFamily::kSchedule:
+      return "schedule";
+    case AlgorithmFamily::kSharedMemory:
+      return "shared-memory";
+    case AlgorithmFamily::kCompressed:
+      return "compressed";
+  }
+  return "?";
+}
+
+std::span<const AlgorithmInfo> catalogue() { return {kCatalogue.data(), kCatalogue.size()}; }
+
+std::span<const AlgorithmInfo> algorithms() { return {kCatalogue.data(), kAlgorithms.size()}; }
 
 const AlgorithmInfo* findAlgorithm(Collective c, std::string_view name) {
-  for (const AlgorithmInfo& a : kAlgorithms) {
+  for (const AlgorithmInfo& a : algorithms()) {
+    if (a.collective == c && name == a.name) return &a;
+  }
+  return nullptr;
+}
+
+const AlgorithmInfo* findEntry(Collective c, std::string_view name) {
+  for (const AlgorithmInfo& a : kCatalogue) {
     if (a.collective == c && name == a.name) return &a;
   }
   return nullptr;

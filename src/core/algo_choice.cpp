@@ -75,10 +75,18 @@ AlgoOverride AlgoOverride::parse(const std::string& spec) {
     }
     rule.names = split(body, ',');
     for (const auto& n : rule.names) {
-      bool known = std::any_of(algorithms().begin(), algorithms().end(), [&](const AlgorithmInfo& a) {
-        return n == a.name && (rule.collective == Collective::kCount || rule.collective == a.collective);
-      });
+      bool known = false, selectable = false;
+      for (const AlgorithmInfo& a : catalogue()) {
+        if (n != a.name || (rule.collective != Collective::kCount && rule.collective != a.collective)) continue;
+        known = true;
+        selectable = selectable || a.family != AlgorithmFamily::kCompressed;
+      }
       if (!known) throwError(ternInvalidArgument, "TERN_ALGO: unknown algorithm '%s' in '%s'", n.c_str(), spec.c_str());
+      if (!selectable) {
+        throwError(ternInvalidArgument,
+                   "TERN_ALGO: '%s' in '%s' is a compressed algorithm: TERN_COMPRESS (and the codec) choose those",
+                   n.c_str(), spec.c_str());
+      }
     }
     o.rules.push_back(rule);
   }
@@ -89,7 +97,8 @@ std::string AlgoOverride::forced(Collective c) const {
   for (const Rule& r : rules) {
     if (r.exclude || (r.collective != c && r.collective != Collective::kCount)) continue;
     for (const auto& n : r.names) {
-      if (findAlgorithm(c, n) != nullptr) return n;
+      const AlgorithmInfo* a = findEntry(c, n);
+      if (a != nullptr && a->family != AlgorithmFamily::kCompressed) return n;
     }
   }
   return "";
@@ -188,15 +197,57 @@ std::shared_ptr<const planner::Planner> makeCommPlanner(int nranks, const std::v
   return std::make_shared<const planner::Planner>(std::move(config));
 }
 
+namespace {
+
+// A forced shared-memory entry: the direct path runs it, or the call fails naming why.
+Choice forcedSharedMemory(const CollArgs& args, const ChoiceContext& ctx, const std::string& forced,
+                          const DirectOption& direct) {
+  Choice choice;
+  choice.name = forced;
+  choice.forced = true;
+  choice.direct = true;
+  if (ctx.nranks <= 1) return choice;  // one rank copies; nothing to check
+  if (direct.name.empty()) {
+    throwError(ternInvalidUsage,
+               "TERN_ALGO=%s (%s) needs every rank of the communicator on one host with the shared-memory transport "
+               "(not TERN_SHM_DISABLE, TERN_TRANSPORT=ucx/ibverbs or an in-process communicator)",
+               forced.c_str(), collectiveName(args.coll));
+  }
+  if (direct.name != forced) {
+    throwError(ternInvalidUsage,
+               "TERN_ALGO=%s (%s): the shared-memory path would run %s; it reads TERN_ALGO from the environment, "
+               "not from ternConfig_t.algo",
+               forced.c_str(), collectiveName(args.coll), direct.name.c_str());
+  }
+  return choice;
+}
+
+// The schedule algorithm for args, whatever the direct path does: a forced schedule entry, else the cost model's.
+Choice chooseSchedule(const CollArgs& args, const ChoiceContext& ctx, const AlgoOverride& override,
+                      const DirectOption& direct, bool ignoreForcedSharedMemory);
+
+}  // namespace
+
 Choice chooseWithDirect(const CollArgs& args, const ChoiceContext& ctx, const AlgoOverride& override,
                         const DirectOption& direct) {
+  return chooseSchedule(args, ctx, override, direct, false);
+}
+
+namespace {
+
+Choice chooseSchedule(const CollArgs& args, const ChoiceContext& ctx, const AlgoOverride& override,
+                      const DirectOption& direct, bool ignoreForcedSharedMemory) {
   Choice choice;
   const std::string forced = override.forced(args.coll);
   if (!forced.empty()) {
-    choice.info = findAlgorithm(args.coll, forced);
-    choice.name = forced;
-    choice.forced = true;
-    return choice;
+    const AlgorithmInfo* entry = findEntry(args.coll, forced);
+    if (entry->family == AlgorithmFamily::kSchedule) {
+      choice.info = entry;
+      choice.name = forced;
+      choice.forced = true;
+      return choice;
+    }
+    if (!ignoreForcedSharedMemory) return forcedSharedMemory(args, ctx, forced, direct);
   }
   const AlgorithmInfo* fallback = firstAllowed(args.coll, override);
   if (fallback == nullptr) {
@@ -239,8 +290,10 @@ Choice chooseWithDirect(const CollArgs& args, const ChoiceContext& ctx, const Al
   return choice;
 }
 
+}  // namespace
+
 const AlgorithmInfo& chooseAlgorithm(const CollArgs& args, const ChoiceContext& ctx, const AlgoOverride& override) {
-  return *chooseWithDirect(args, ctx, override, DirectOption{}).info;
+  return *chooseSchedule(args, ctx, override, DirectOption{}, true).info;
 }
 
 double predictSeconds(const CollArgs& args, const ChoiceContext& ctx, const std::string& algorithm) {

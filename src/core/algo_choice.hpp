@@ -1,6 +1,7 @@
 // Which algorithm runs a collective: the TERN_ALGO / config override first (NCCL syntax: "ring",
-// "allreduce:rhd;allgather:ring", "^tree" to exclude), then the cost model (src/planner): the cheapest candidate
-// for (collective, size, ranks, topology), optionally against the shared-memory direct path.
+// "allreduce:rhd;allgather:ring", "^tree" to exclude; any schedule-built or shared-memory entry of the catalogue,
+// algorithms/registry.hpp), then the cost model (src/planner): the cheapest candidate for (collective, size, ranks,
+// topology), optionally against the shared-memory direct path.
 //
 // Every rank must choose alike, or their schedules never match. The choice is a pure function of the topology
 // (identical on every rank), the cost parameters (TERN_TUNE_FILE: the same file everywhere), the override and the
@@ -47,27 +48,31 @@ struct ChoiceContext {
   std::vector<int> hostOf = {};
 };
 
-// The intra-node direct path as a candidate: its name (IntraNode::algorithmFor, "" when it does not apply) and its
-// own estimate (IntraNode::predictSeconds: seconds, negative when it does not apply).
+// The intra-node direct path as a candidate: the shared-memory entry it would run (IntraNode::algorithmFor, ""
+// when none applies) and its estimate (IntraNode::predictSeconds, from the entry's cost with the planner's
+// CostParams::shmAlgorithms: seconds, negative when it does not apply).
 struct DirectOption {
   std::string name;
   std::function<double(const CollArgs&)> predictSeconds;
 };
 
 struct Choice {
-  const AlgorithmInfo* info = nullptr;  // the schedule algorithm; nullptr when the direct path won
+  const AlgorithmInfo* info = nullptr;  // the schedule algorithm; nullptr when the direct path runs the call
   std::string name;
   bool direct = false;
   bool forced = false;           // TERN_ALGO named it
   double predictedSeconds = -1;  // at the size bucket's representative size; -1 when not priced (forced)
 };
 
-// The full decision: override, cost model, and the direct path when given. Decisions are logged (TERN_DEBUG=INFO,
-// subsystem TUNE) once per (collective, size bucket), with every candidate's predicted time.
+// The full decision: override, cost model, and the direct path when given. A forced shared-memory entry is a
+// direct choice; it throws ternInvalidUsage when the direct path is absent (ranks on several hosts, no shm
+// transport) or would run another entry. Decisions are logged (TERN_DEBUG=INFO, subsystem TUNE) once per
+// (collective, size bucket), with every candidate's predicted time.
 Choice chooseWithDirect(const CollArgs& args, const ChoiceContext& ctx, const AlgoOverride& override,
                         const DirectOption& direct);
 
-// Picks the schedule algorithm for args among the registered ones.
+// Picks the schedule algorithm for args among the schedule-built entries (a forced shared-memory entry is ignored:
+// this is the schedule that runs when the direct path does not).
 const AlgorithmInfo& chooseAlgorithm(const CollArgs& args, const ChoiceContext& ctx, const AlgoOverride& override);
 
 // The cost model's time for args with a registered algorithm (exact size; memoized); -1 when it has none.

@@ -120,7 +120,9 @@ nlohmann::ordered_json cacheToJson(const CacheLevels& levels, const char* figure
 
 void applyCalibration(const json& doc, CostParams& params, const std::string& source) {
   try {
-    onlyKeys(doc, {"version", "links", "compute", "codecs", "shm_direct", "fit", "comment", "generated_by", "sources"},
+    onlyKeys(doc,
+             {"version", "links", "compute", "codecs", "shm_direct", "shm_algorithms", "fit", "comment", "generated_by",
+              "sources"},
              source);
     if (!doc.contains("version") || !doc["version"].is_number_integer()) {
       throwError(ternInvalidArgument, "%s: \"version\" (an integer) is required", source.c_str());
@@ -164,6 +166,16 @@ void applyCalibration(const json& doc, CostParams& params, const std::string& so
       if (doc["shm_direct"].contains("cache"))
         d.cache = parseCache(doc["shm_direct"]["cache"], "busbw_gbs", perGBs, w + ".cache");
       params.shmDirect = d;
+    }
+    if (doc.contains("shm_algorithms")) {
+      const std::string w = source + ".shm_algorithms";
+      const json& a = doc["shm_algorithms"];
+      onlyKeys(a, {"small_alpha_us", "small_gbs", "pipelined_alpha_us", "pipelined_busbw_gbs"}, w);
+      ShmAlgorithmCost& c = params.shmAlgorithms;
+      if (a.contains("small_alpha_us")) c.smallAlpha = nonNegative(a, "small_alpha_us", w) * 1e-6;
+      if (a.contains("small_gbs")) c.smallBytesPerSecond = positive(a, "small_gbs", w) * 1e9;
+      if (a.contains("pipelined_alpha_us")) c.pipelinedAlpha = nonNegative(a, "pipelined_alpha_us", w) * 1e-6;
+      if (a.contains("pipelined_busbw_gbs")) c.pipelinedBusBytesPerSecond = positive(a, "pipelined_busbw_gbs", w) * 1e9;
     }
   } catch (const json::exception& e) {
     throwError(ternInvalidArgument, "%s: %s", source.c_str(), e.what());
@@ -212,6 +224,13 @@ nlohmann::ordered_json calibrationToJson(const CostParams& params) {
                          {"busbw_gbs", tidy(gbs(params.shmDirect->beta))}};
     if (!params.shmDirect->cache.empty())
       doc["shm_direct"]["cache"] = cacheToJson(params.shmDirect->cache, "busbw_gbs", gbs);
+  }
+  if (!(params.shmAlgorithms == ShmAlgorithmCost{})) {  // the defaults stay implicit
+    const ShmAlgorithmCost& c = params.shmAlgorithms;
+    doc["shm_algorithms"] = {{"small_alpha_us", tidy(c.smallAlpha * 1e6)},
+                             {"small_gbs", tidy(c.smallBytesPerSecond / 1e9)},
+                             {"pipelined_alpha_us", tidy(c.pipelinedAlpha * 1e6)},
+                             {"pipelined_busbw_gbs", tidy(c.pipelinedBusBytesPerSecond / 1e9)}};
   }
   return doc;
 }

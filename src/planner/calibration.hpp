@@ -19,7 +19,10 @@
 //     "codecs": {"sign": {"encode_gbs": 3.0, "decode_gbs": 8.5,     fp32 bytes per second, by codec name or spec;
 //                         "cache_speedup": 4.7, "cache_bytes": 16777216}},   optional in-cache speedup
 //     "shm_direct": {"alpha_us": 3.0, "busbw_gbs": 3.9, "cache_busbw_gbs": 6.0, "cache_bytes": 33554432},
-//                                                  shared-memory direct collectives
+//                                                  shared-memory direct collectives (replaces the next entry)
+//     "shm_algorithms": {"small_alpha_us": 1.5, "small_gbs": 9.0, "pipelined_alpha_us": 10,
+//     "pipelined_busbw_gbs": 3.5},
+//                                                  the shared-memory algorithms' own model (the defaults shown)
 //     "cache_bytes": 4194304,                      default cache size of entries with a cache figure but no size
 //     "fit": {...}                                 written by tern-calc --calibrate for people; ignored on load
 //   }

@@ -56,12 +56,25 @@ struct CodecSpeed {
   CacheLevels cache = {};
 };
 
-// The shared-memory "direct" collectives (every rank reads its peers' buffers; src/transport/shm) are not made of
+// The shared-memory "direct" collectives (every rank reads its peers' buffers; src/algorithms/shm) are not made of
 // messages, so they are not simulated: time = alpha + bytes x busFactor x beta, i.e. 1/beta is their bus bandwidth.
 struct DirectCost {
   double alpha = 0;
   double beta = 0;
   CacheLevels cache = {};
+};
+
+// The shared-memory algorithms' own model (algorithms/shm/direct_cost.cpp), used where no "shm_direct" figure
+// is calibrated: the one-phase algorithm costs smallAlpha + (bytes every rank folds or copies) / smallBytesPerSecond;
+// the chunked ones (pipelined, CMA, mapped) pipelinedAlpha + bus bytes / pipelinedBusBytesPerSecond. The defaults
+// were fitted to all_reduce_perf on a small VM (docs/PERFORMANCE.md); a tune file's "shm_algorithms" refines them.
+struct ShmAlgorithmCost {
+  double smallAlpha = 1.5e-6;
+  double smallBytesPerSecond = 9.0e9;  // every rank folds every rank's data, in cache
+  double pipelinedAlpha = 10.0e-6;     // descriptor exchange and pipeline fill
+  double pipelinedBusBytesPerSecond = 3.5e9;
+
+  bool operator==(const ShmAlgorithmCost&) const = default;
 };
 
 struct CostParams {
@@ -73,13 +86,15 @@ struct CostParams {
   // Codec overrides by spec ("qsgd:4:512") or codec name ("qsgd"); the rest come from compress::codecCost.
   std::map<std::string, CodecSpeed> codecs;
   std::optional<DirectCost> shmDirect;
+  ShmAlgorithmCost shmAlgorithms;
 
   // The calibration for a class (network: the kind's entry first, then "network"); nullptr when none.
   const LinkCalibration* find(ModelLink c, topo::NetKind kind = topo::NetKind::kUnknown) const;
 };
 
 // Defaults: no calibrated links, CPU reduce 6 GB/s and copy 10 GB/s (one core, AVX2, data larger than the caches),
-// GPU reduce and copy 1000 GB/s (HBM), no direct-path figure (the shm transport's own estimate applies).
+// GPU reduce and copy 1000 GB/s (HBM), no direct-path figure (the shared-memory algorithms' own model,
+// shmAlgorithms, applies).
 CostParams defaultCostParams();
 
 // Figures for link classes the topology has no number for (loopback), and for a cost model without a topology.

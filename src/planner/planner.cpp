@@ -111,6 +111,9 @@ std::vector<std::string> Planner::candidates(Collective c) const {
 
 Estimate Planner::estimate(Collective c, double bytes, const std::string& algorithm, ternDataType_t dtype) const {
   if (algorithm == kDirectName) return estimateDirect(c, bytes);
+  if (const AlgorithmInfo* a = findEntry(c, algorithm); a != nullptr && a->family == AlgorithmFamily::kSharedMemory) {
+    return estimateSharedMemory(*a, bytes, dtype);
+  }
   const auto key = std::make_tuple(static_cast<int>(c), bytes, algorithm, static_cast<int>(dataTypeSize(dtype)));
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -269,6 +272,31 @@ Estimate Planner::estimateDirect(Collective c, double bytes) const {
   e.seconds = d.alpha + wire;
   e.critical.latency[static_cast<int>(ModelLink::kShm)] = d.alpha;
   e.critical.transfer[static_cast<int>(ModelLink::kShm)] = wire;
+  e.busiestPort = "shared memory (direct: every rank reads its peers' buffers)";
+  e.busiestUsers = nranks();
+  e.busiestUtilization = 1;
+  return e;
+}
+
+Estimate Planner::estimateSharedMemory(const AlgorithmInfo& a, double bytes, ternDataType_t dtype) const {
+  Estimate e;
+  e.algorithm = a.name;
+  e.seconds = -1;
+  e.simulated = false;
+  bool gpu = false;
+  for (int r = 0; r < nranks(); ++r) gpu = gpu || links_->isGpu(r);
+  if (hosts_ != 1 || nranks() < 2 || config_.intra == IntraTransport::kLoopback || gpu) {
+    e.error = "shared-memory algorithms need two or more CPU ranks, all on one host, with the shm transport";
+    return e;
+  }
+  const CollArgs args = argsForBytes(a.collective, bytes, nranks(), dtype);
+  std::string why;
+  if (!a.applies(args, nranks(), &why)) {
+    e.error = why;
+    return e;
+  }
+  e.seconds = a.cost(args, nranks(), config_.params);
+  e.critical.transfer[static_cast<int>(ModelLink::kShm)] = e.seconds;
   e.busiestPort = "shared memory (direct: every rank reads its peers' buffers)";
   e.busiestUsers = nranks();
   e.busiestUtilization = 1;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "algorithms/collective.hpp"
+#include "algorithms/registry.hpp"
 #include "planner/breakdown.hpp"
 #include "planner/cost_params.hpp"
 #include "planner/formulas.hpp"
@@ -98,7 +99,8 @@ class Planner {
   // with two ranks; the direct path is added last when directCandidate is set).
   std::vector<std::string> candidates(Collective c) const;
 
-  // Predicted time of one algorithm (memoized). A name the registry does not know gives an Estimate with error set.
+  // Predicted time of one algorithm (memoized): a schedule-built entry simulated, a shared-memory one by its cost
+  // function, "shm_direct" as estimateDirect. A name the catalogue does not know gives an Estimate with error set.
   Estimate estimate(Collective c, double bytes, const std::string& algorithm, ternDataType_t dtype = ternFloat32) const;
   // A compressed collective with a codec spec (compress/codec_factory.hpp); fp32 data. The cheapest of its forms
   // (rankCompressed): what the communicator runs unless TERN_COMPRESS_HIER forces one.
@@ -112,6 +114,9 @@ class Planner {
   Estimate estimateCompressedForm(Collective c, double bytes, const std::string& codecSpec, bool hierarchical) const;
   // The shared-memory direct path (CostParams::shmDirect, or its default); seconds < 0 when it does not apply.
   Estimate estimateDirect(Collective c, double bytes) const;
+  // One shared-memory entry of the catalogue (estimate() with its name): its own cost function with
+  // CostParams::shmAlgorithms; an error where the job or the arguments rule it out.
+  Estimate estimateSharedMemory(const AlgorithmInfo& entry, double bytes, ternDataType_t dtype) const;
   // Whether the schedules over the shm transport have measured figures ("shm" in the calibration). Until they do,
   // the direct path wins wherever it applies: the transport chose it for the call, and an unmeasured default is
   // no ground for overruling it (selection and tern-calc both follow this).

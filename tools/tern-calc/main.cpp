@@ -19,10 +19,11 @@ namespace {
 void printList() {
   std::printf("presets (--preset NAME, NAMExN for N nodes):\n");
   for (const tern::planner::Preset& p : tern::planner::presets()) std::printf("  %-18s %s\n", p.name, p.description);
-  std::printf("\nalgorithms (--algo NAME, TERN_ALGO):\n");
-  for (const tern::AlgorithmInfo& a : tern::algorithms()) {
+  std::printf("\nalgorithms (--algo NAME, TERN_ALGO; compressed ones: --compress CODEC, TERN_COMPRESS):\n");
+  for (const tern::AlgorithmInfo& a : tern::catalogue()) {
     if (a.collective == tern::Collective::kPointToPoint) continue;
-    std::printf("  %-14s %-18s %s\n", tern::collectiveName(a.collective), a.name, a.description);
+    std::printf("  %-14s %-24s %-14s %s\n", tern::collectiveName(a.collective), a.name,
+                tern::algorithmFamilyName(a.family), a.description);
   }
 }
 

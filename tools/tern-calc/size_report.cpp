@@ -114,7 +114,11 @@ int runSizeReport(const Options& o, const Setup& s) {
   Planner planner(s.config());
   std::vector<std::string> names;
   if (!o.algo.empty()) {
-    if (findAlgorithm(c, o.algo) == nullptr && o.algo != "shm_direct") {
+    const AlgorithmInfo* entry = findEntry(c, o.algo);
+    if (entry != nullptr && entry->family == AlgorithmFamily::kCompressed) {
+      throwError(ternInvalidArgument, "'%s' is a compressed algorithm: price it with --compress CODEC", o.algo.c_str());
+    }
+    if (entry == nullptr && o.algo != "shm_direct") {
       throwError(ternInvalidArgument, "unknown %s algorithm '%s' (see --list)", collectiveName(c), o.algo.c_str());
     }
     names.push_back(o.algo);

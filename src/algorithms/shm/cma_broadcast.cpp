@@ -5,7 +5,7 @@
 // Safety: as cma_allgather.cpp: the root's input is read only between describeCall's exchange and `done`.
 #include <cstring>
 
-#include "transport/shm/direct_call.hpp"
+#include "algorithms/shm/direct_call.hpp"
 
 namespace tern::shm {
 

@@ -1,4 +1,4 @@
-#include "transport/shm/direct_call.hpp"
+#include "algorithms/shm/direct_call.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "transport/shm/direct_call.hpp"
+#include "algorithms/shm/direct_call.hpp"
 #include "transport/shm/stream_copy.hpp"
 
 namespace tern::shm {

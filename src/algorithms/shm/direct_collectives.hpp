@@ -1,10 +1,13 @@
 // The direct intra-node collectives: allreduce, reduce-scatter, allgather, broadcast, reduce and barrier run by
 // reading peers' data in shared memory instead of exchanging messages, when every rank of the communicator is on
-// this host.
-//
-// Two algorithms (see small_collective.cpp and pipelined_*.cpp):
-//   shm_direct_small - one phase through the small areas, for payloads up to kSmallBytes per rank;
-//   shm_direct       - chunked reduce-own-slice-then-gather through staging slots, or in place.
+// this host. They are catalogue entries (algorithms/registry.hpp, shm_catalogue.hpp):
+//   shm_small     - one phase through the small areas, for payloads up to kSmallBytes per rank (small_collective.cpp);
+//   shm_pipelined - chunked reduce-own-slice-then-gather through staging slots, or in place (pipelined_*.cpp);
+//   shm_cma       - one pass reading peers' ordinary buffers by CMA (cma_*.cpp);
+//   shm_mapped    - one-pass allreduce over buffers every rank addresses (mapped_allreduce.cpp).
+// By default the arguments choose between small and the chunked ones (defaultShmAlgorithm), and every rank's
+// buffers then choose among pipelined, CMA and mapped, the same way on every rank (describeCall). TERN_ALGO may
+// force one (an error on every rank where it cannot run) or exclude one.
 //
 // Zero copy: a rank's buffer is read in place by its peers, skipping the staging copy, when every same-host peer
 // can address it: peers that are threads of the same process always can; peers in other processes can when the
@@ -19,10 +22,11 @@
 #include <vector>
 
 #include "algorithms/collective.hpp"
+#include "algorithms/shm/direct_call.hpp"
+#include "algorithms/shm/shm_catalogue.hpp"
 #include "core/executor.hpp"
 #include "core/operation.hpp"
 #include "transport/shm/buffer_registry.hpp"
-#include "transport/shm/direct_call.hpp"
 #include "transport/shm/flag_wait.hpp"
 #include "transport/shm/huge_page_advisor.hpp"
 #include "transport/shm/mesh.hpp"
@@ -38,26 +42,41 @@ enum class ZeroCopyMode {
 };
 void setZeroCopyModeForTesting(ZeroCopyMode mode);
 
-enum class DirectAlgorithm { kNone, kSmall, kPipelined };
+// Counts the algorithm every call of the process runs while on (tests check what a forced TERN_ALGO ran).
+void countRunsForTesting(bool on);
+uint64_t runsForTesting(ShmAlgorithm algo);
+
+// What runs a call: the algorithm (kSmall, or one of the chunked ones), whether TERN_ALGO forced it (then it runs
+// exactly that or fails on every rank), and which one-pass forms the chunked default may take.
+struct ShmPlan {
+  ShmAlgorithm algo = ShmAlgorithm::kNone;
+  bool forced = false;
+  bool allowCma = true;
+  bool allowMapped = true;
+};
+
+// The plan for a forced algorithm: that one and no other form.
+ShmPlan forcedShmPlan(ShmAlgorithm algo);
 
 class DirectCollectives {
  public:
   DirectCollectives(Mesh* mesh, Watchdog* dog, const SpinPolicy& spin);
 
-  // Which algorithm would run args (kNone: not handled here).
-  DirectAlgorithm choose(const CollArgs& args) const;
-  // Runs op (which choose() accepted). Throws tern::Error on failure.
-  void run(Operation& op, const ExecContext& ctx, DirectAlgorithm algo);
+  // Runs op with plan (plan.algo != kNone, and shmApplies to op.args). Throws tern::Error on failure, and
+  // ternInvalidUsage on every rank when a forced one-pass form cannot run these buffers.
+  void run(Operation& op, const ExecContext& ctx, const ShmPlan& plan);
 
-  // Largest per-rank payload of the one-phase algorithm, for a collective.
-  size_t smallLimit(Collective c) const;
+  // The algorithm plan leads to for args with ordinary (not ternMemAlloc) buffers on this mesh: what
+  // ternQueryAlgorithm reports. Registered buffers may take the mapped form instead.
+  ShmAlgorithm expectedAlgorithm(const CollArgs& args, const ShmPlan& plan) const;
+
   // Pipeline chunk, in bytes of one rank's buffer, for a payload of bytes per rank.
   size_t chunkBytes(size_t bytes) const;
 
  private:
   bool zeroCopyFor(const void* p, size_t bytes, BufferRef* ref) const;
   const char* resolve(int peer, const BufferRef& ref, size_t bytes);
-  void describeCall(DirectCall& c, Operation& op);
+  void describeCall(DirectCall& c, Operation& op, const ShmPlan& plan);
 
   Mesh* mesh_;
   Watchdog* dog_;

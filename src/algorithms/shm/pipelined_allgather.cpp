@@ -3,7 +3,7 @@
 // with the staging copy of chunk j + 1 overlapping the peers' reads of chunk j.
 #include <cstring>
 
-#include "transport/shm/direct_call.hpp"
+#include "algorithms/shm/direct_call.hpp"
 #include "transport/shm/stream_copy.hpp"
 
 namespace tern::shm {

@@ -14,7 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "transport/shm/direct_call.hpp"
+#include "algorithms/shm/direct_call.hpp"
 #include "transport/shm/process_identity.hpp"
 
 namespace tern::shm {

@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "transport/shm/direct_call.hpp"
+#include "algorithms/shm/direct_call.hpp"
 #include "transport/shm/stream_copy.hpp"
 
 namespace tern::shm {

@@ -1,4 +1,4 @@
-#include "transport/shm/direct_collectives.hpp"
+#include "algorithms/shm/direct_collectives.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -16,18 +16,37 @@ namespace tern::shm {
 namespace {
 
 std::atomic<ZeroCopyMode> gZeroCopyMode{ZeroCopyMode::kAuto};
+std::atomic<bool> gCountRuns{false};
+std::atomic<uint64_t> gRuns[5];
 
-// Bytes of the input and output buffers of a rank, for a collective of count elements per rank.
-size_t inputBytes(const CollArgs& a, int n, size_t e) {
-  return a.coll == Collective::kReduceScatter ? a.count * e * static_cast<size_t>(n) : a.count * e;
+void noteRun(ShmAlgorithm a) {
+  if (gCountRuns.load(std::memory_order_relaxed)) gRuns[static_cast<int>(a)].fetch_add(1, std::memory_order_relaxed);
 }
-size_t outputBytes(const CollArgs& a, int n, size_t e) {
-  return a.coll == Collective::kAllGather ? a.count * e * static_cast<size_t>(n) : a.count * e;
+
+// Bytes of the input and output buffers of a rank.
+size_t inputBytes(const CollArgs& a, int n, size_t) { return shmInputBytes(a, n); }
+size_t outputBytes(const CollArgs& a, int n, size_t) { return shmOutputBytes(a, n); }
+
+bool hasCmaForm(Collective c) {
+  return c == Collective::kAllReduce || c == Collective::kAllGather || c == Collective::kBroadcast;
 }
 
 }  // namespace
 
+ShmPlan forcedShmPlan(ShmAlgorithm algo) {
+  ShmPlan p;
+  p.algo = algo;
+  p.forced = true;
+  p.allowCma = algo == ShmAlgorithm::kCma;
+  p.allowMapped = algo == ShmAlgorithm::kMapped;
+  return p;
+}
+
 void setZeroCopyModeForTesting(ZeroCopyMode mode) { gZeroCopyMode.store(mode); }
+
+void countRunsForTesting(bool on) { gCountRuns.store(on); }
+
+uint64_t runsForTesting(ShmAlgorithm algo) { return gRuns[static_cast<int>(algo)].load(); }
 
 DirectCollectives::DirectCollectives(Mesh* mesh, Watchdog* dog, const SpinPolicy& spin)
     : mesh_(mesh),
@@ -37,23 +56,6 @@ DirectCollectives::DirectCollectives(Mesh* mesh, Watchdog* dog, const SpinPolicy
       cmaBuf_(new char[kCmaBufferBytes]),
       mappings_(static_cast<size_t>(std::max(64, 4 * mesh->nranks()))),
       hugePages_(HugePageAdvisor::enabledByEnvironment()) {}
-
-// The one-phase algorithm makes every rank reduce every rank's data (n times the work of the pipelined one) but
-// synchronises once instead of a few times per chunk; synchronisation dominates below a size that shrinks with n
-// squared. Measured crossovers (allreduce float32, per-rank bytes; both on the shared 2-vCPU VM): 2 ranks: one phase
-// 9.1 vs 29.7 us at 64 KiB, 15 vs 20 us at 128 KiB, 38 vs 44 us at 256 KiB; 4 ranks: 19 vs 47 us at 32 KiB, equal
-// at 64 KiB, 118 vs 88 us at 128 KiB. Gathers do the same copying either way, so their limit is fixed.
-size_t DirectCollectives::smallLimit(Collective c) const {
-  const size_t n = static_cast<size_t>(mesh_->nranks());
-  switch (c) {
-    case Collective::kAllReduce:
-    case Collective::kReduce:
-    case Collective::kReduceScatter:
-      return std::clamp<size_t>((size_t{1} << 20) / (n * n), size_t{8} << 10, kSmallBytes);
-    default:
-      return std::min<size_t>(size_t{64} << 10, kSmallBytes);
-  }
-}
 
 size_t DirectCollectives::chunkBytes(size_t bytes) const {
   // At least 8 chunks, so that staging, reduction and gather overlap across ranks even for mid-size messages, in
@@ -67,25 +69,6 @@ size_t DirectCollectives::chunkBytes(size_t bytes) const {
   size_t chunk = size_t{32} << 10;
   while (chunk < (size_t{128} << 10) && chunk * 8 < bytes) chunk *= 2;
   return chunk;
-}
-
-DirectAlgorithm DirectCollectives::choose(const CollArgs& a) const {
-  const int n = mesh_->nranks();
-  switch (a.coll) {
-    case Collective::kBarrier:
-      return DirectAlgorithm::kSmall;
-    case Collective::kAllReduce:
-    case Collective::kReduceScatter:
-    case Collective::kAllGather:
-    case Collective::kBroadcast:
-    case Collective::kReduce:
-      break;
-    default:
-      return DirectAlgorithm::kNone;
-  }
-  size_t e = dataTypeSize(a.dtype);
-  if (e == 0) return DirectAlgorithm::kNone;
-  return inputBytes(a, n, e) <= smallLimit(a.coll) ? DirectAlgorithm::kSmall : DirectAlgorithm::kPipelined;
 }
 
 namespace {
@@ -116,6 +99,22 @@ size_t cmaChunkBytes() {
 
 }  // namespace
 
+ShmAlgorithm DirectCollectives::expectedAlgorithm(const CollArgs& a, const ShmPlan& plan) const {
+  if (plan.algo != ShmAlgorithm::kPipelined || plan.forced) return plan.algo;
+  const int n = mesh_->nranks();
+  const size_t inBytes = shmInputBytes(a, n);
+  // As describeCall decides for ordinary buffers: CMA between processes, in place between threads.
+  bool cma = plan.allowCma && hasCmaForm(a.coll) && n > 1 && inBytes >= cmaMinBytes() && inBytes <= kCmaMaxBytes;
+  bool threads = gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto && a.count > 0;
+  for (int q : mesh_->localPeers()) {
+    cma = cma && mesh_->peer(q).cmaFrom && !mesh_->peer(q).sameProcess;
+    threads = threads && mesh_->peer(q).sameProcess;
+  }
+  if (cma) return ShmAlgorithm::kCma;
+  if (threads && plan.allowMapped && a.coll == Collective::kAllReduce) return ShmAlgorithm::kMapped;
+  return ShmAlgorithm::kPipelined;
+}
+
 bool DirectCollectives::zeroCopyFor(const void* p, size_t bytes, BufferRef* ref) const {
   describeBuffer(p, bytes, ref);
   ZeroCopyMode mode = gZeroCopyMode.load(std::memory_order_relaxed);
@@ -144,7 +143,7 @@ const char* DirectCollectives::resolve(int peer, const BufferRef& ref, size_t by
 
 // Posts this rank's descriptor for the call, waits for every peer's, checks that the arguments agree and finds
 // every rank's buffers that are read in place.
-void DirectCollectives::describeCall(DirectCall& c, Operation& op) {
+void DirectCollectives::describeCall(DirectCall& c, Operation& op, const ShmPlan& plan) {
   const CollArgs& a = op.args;
   const int n = c.n, me = c.rank;
   const size_t inBytes = inputBytes(a, n, c.esize), outBytes = outputBytes(a, n, c.esize);
@@ -163,9 +162,10 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op) {
   if (c.outStaged) d.out.mode = BufferMode::kStaged;
   // CMA is used only when every rank offers it (d.pad): all ranks must run the same algorithm and chunking.
   // Allreduce, allgather and broadcast have a CMA form (cma_*.cpp) for ordinary buffers.
-  const bool cmaForm =
-      a.coll == Collective::kAllReduce || a.coll == Collective::kAllGather || a.coll == Collective::kBroadcast;
-  bool cmaOffer = cmaForm && n > 1 && c.inStaged && c.outStaged && inBytes >= cmaMinBytes() && inBytes <= kCmaMaxBytes;
+  // A forced shm_cma is offered at any size up to its limit (the minimum is where it starts to pay).
+  const bool cmaSize = plan.algo == ShmAlgorithm::kCma || inBytes >= cmaMinBytes();
+  bool cmaOffer =
+      plan.allowCma && hasCmaForm(a.coll) && n > 1 && c.inStaged && c.outStaged && cmaSize && inBytes <= kCmaMaxBytes;
   for (int q : mesh_->localPeers()) cmaOffer = cmaOffer && mesh_->peer(q).cmaFrom && !mesh_->peer(q).sameProcess;
   d.pad = cmaOffer ? 1 : 0;
   if (cmaOffer) {
@@ -209,7 +209,7 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op) {
   }
 }
 
-void DirectCollectives::run(Operation& op, const ExecContext& ctx, DirectAlgorithm algo) {
+void DirectCollectives::run(Operation& op, const ExecContext& ctx, const ShmPlan& plan) {
   const CollArgs& a = op.args;
   DirectCall& c = call_;  // reused: its vectors keep their capacity, so a call allocates nothing
   c.mesh = mesh_;
@@ -227,7 +227,8 @@ void DirectCollectives::run(Operation& op, const ExecContext& ctx, DirectAlgorit
   c.streamOut = false;
   if (dog_->aborted()) dog_->checkAbortAndDeadline(c.rank, ctx.deadline, ctx.abortFlag, [] { return "shm"; });
 
-  if (algo == DirectAlgorithm::kSmall) {
+  if (plan.algo == ShmAlgorithm::kSmall) {
+    noteRun(ShmAlgorithm::kSmall);
     smallCollective(c, ++smallSeq_);
     return;
   }
@@ -241,17 +242,33 @@ void DirectCollectives::run(Operation& op, const ExecContext& ctx, DirectAlgorit
   c.streamOut = outputBytes(a, c.n, c.esize) >= streamingOutputBytes();
   c.cmaBuf = cmaBuf_.get();
   c.cmaBytes = kCmaBufferBytes;
-  describeCall(c, op);
+  describeCall(c, op, plan);
+  // Every rank saw every rank's descriptor, so a forced form that cannot run fails alike on every rank.
+  if (plan.algo == ShmAlgorithm::kCma && !c.cma) {
+    throwError(ternInvalidUsage,
+               "rank %d: TERN_ALGO=shm_cma cannot run this %s: it needs every rank in its own process, allowed to "
+               "read its peers by CMA (ptrace scope), with ordinary (not ternMemAlloc) buffers of at most %zu bytes",
+               c.rank, c.what, kCmaMaxBytes);
+  }
+  if (plan.algo == ShmAlgorithm::kMapped && !c.allMapped) {
+    throwError(ternInvalidUsage,
+               "rank %d: TERN_ALGO=shm_mapped cannot run this %s: every rank's input and output must be addressable "
+               "by every rank (ranks that are threads of one process, or ternMemAlloc buffers peers may map)",
+               c.rank, c.what);
+  }
   if (c.cma) {  // every rank decided the same (describeCall), so every rank rechunks the same way
     c.chunkElems = std::max<size_t>(kLine, cmaChunkBytes() / c.esize / kLine * kLine);
     c.chunks = static_cast<uint32_t>((a.count + c.chunkElems - 1) / c.chunkElems);
   }
   chunkSeq_ += c.chunks;
+  noteRun(c.cma                                                                 ? ShmAlgorithm::kCma
+          : a.coll == Collective::kAllReduce && c.allMapped && plan.allowMapped ? ShmAlgorithm::kMapped
+                                                                                : ShmAlgorithm::kPipelined);
   switch (a.coll) {
     case Collective::kAllReduce:
       if (c.cma) {
         cmaAllReduce(c);
-      } else if (c.allMapped) {
+      } else if (c.allMapped && plan.allowMapped) {
         mappedAllReduce(c);
       } else {
         pipelinedAllReduce(c);

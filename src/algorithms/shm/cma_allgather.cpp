@@ -7,7 +7,7 @@
 // before every rank has posted `done`, so an input is not reused while a peer still reads it. Outputs are private.
 #include <cstring>
 
-#include "transport/shm/direct_call.hpp"
+#include "algorithms/shm/direct_call.hpp"
 
 namespace tern::shm {
 

@@ -2,7 +2,7 @@
 // its output; the root reuses a staging slot once every rank is done with its chunk.
 #include <cstring>
 
-#include "transport/shm/direct_call.hpp"
+#include "algorithms/shm/direct_call.hpp"
 #include "transport/shm/stream_copy.hpp"
 
 namespace tern::shm {

@@ -1,0 +1,132 @@
+// Per-call state shared by the direct (shared-memory) collectives, and the flag/slot helpers they are written in.
+//
+// The flags are cumulative counters in each rank's control block (shm_layout.hpp), advanced identically by every
+// rank because every rank runs the same calls in the same order with the same chunking:
+//   small  - one-phase calls whose input is posted (one line per call parity, with tiny inputs inline);
+//   call   - pipelined calls whose descriptor (buffers, arguments) is posted;
+//   in     - chunks whose input the rank has made readable (staged, or in place);
+//   red    - chunks whose reduced slice the rank has made readable;
+//   done   - chunks the rank has finished reading from its peers.
+// A staging slot is reused kStageSlots chunks later, once every rank's `done` says it has finished with it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/collective.hpp"
+#include "core/error.hpp"
+#include "transport/shm/flag_wait.hpp"
+#include "transport/shm/mesh.hpp"
+
+namespace tern::shm {
+
+using FlagField = std::atomic<uint32_t> RankControl::*;
+
+struct DirectCall {
+  Mesh* mesh = nullptr;
+  int rank = 0;
+  int n = 0;
+  const CollArgs* args = nullptr;
+  const char* what = "collective";
+  size_t esize = 0;
+  int avgDivisor = 1;
+  const char* in = nullptr;
+  char* out = nullptr;
+  WaitScope scope;
+  char* tmp = nullptr;  // private scratch of kStageSlotBytes (accumulator when the output aliases an input)
+
+  // Pipelined calls: chunking, and every rank's buffers as this rank sees them (nullptr: staged).
+  uint32_t chunkBase = 0;  // global index of this call's first chunk
+  uint32_t chunks = 0;
+  size_t chunkElems = 0;
+  bool streamOut = false;  // write the output with streaming stores (it is larger than the caches)
+  bool inStaged = true;    // this rank's input goes through its staging slots
+  bool outStaged = true;   // this rank's results go through its staging slots
+  std::vector<const char*> peerIn;
+  std::vector<char*> peerOut;     // writable: registered buffers are mapped read-write, threads share memory
+  bool allMapped = false;         // every rank's input and output are addressable by every rank (mapped_allreduce.cpp)
+  std::vector<const void*> srcs;  // scratch for the reductions' source lists
+  // CMA allreduce (every rank's buffers are ordinary and every rank can process_vm_readv every peer): the peers'
+  // buffer addresses in their own address spaces, and a private buffer of cmaBytes for the pieces read.
+  bool cma = false;
+  std::vector<uint64_t> peerInAddr;
+  std::vector<uint64_t> peerOutAddr;
+  char* cmaBuf = nullptr;
+  size_t cmaBytes = 0;
+
+  RankControl& ctrl(int p) const { return mesh->ctrl(p); }
+  char* stage(int p, uint32_t chunk) const { return mesh->stage(p, chunk); }
+
+  void post(FlagField f, uint32_t value) const { postWord(ctrl(rank).*f, value); }
+  void postWord(std::atomic<uint32_t>& word, uint32_t value) const {
+    RankControl& c = ctrl(rank);
+    int cpu = currentCpu();
+    if (c.cpu.load(std::memory_order_relaxed) != cpu) c.cpu.store(cpu, std::memory_order_relaxed);
+    publish(word, value, c.flagWaiters);
+  }
+  // Waits until peer's flag f reaches target; label says what the flag means, for errors.
+  void wait(int peer, FlagField f, uint32_t target, const char* label) const {
+    waitWord(peer, ctrl(peer).*f, target, label);
+  }
+  void waitWord(int peer, const std::atomic<uint32_t>& word, uint32_t target, const char* label) const {
+    RankControl& c = ctrl(peer);
+    waitFlag(scope, PeerFlag{word, c.flagWaiters, c.cpu, peer}, target, [&] {
+      return format("%s waiting for rank %d's %s (flag %u, want %u)", what, peer, label,
+                    word.load(std::memory_order_relaxed), target);
+    });
+  }
+  void waitAllPeers(FlagField f, uint32_t target, const char* label) const {
+    for (int i = 1; i < n; ++i) wait((rank + i) % n, f, target, label);
+  }
+  // Before this rank writes into its staging slot for global chunk g: every rank is done with chunk g - slots.
+  void acquireSlot(uint32_t g) const {
+    waitAllPeers(&RankControl::done, g - kStageSlots + 1, "release of a staging slot");
+  }
+
+  // Reads bytes at addr in rank p's address space into dst by CMA (process_vm_readv); throws ternSystemError
+  // naming what was read (label) when the kernel refuses.
+  void cmaReadPeer(int p, void* dst, uint64_t addr, size_t bytes, const char* label) const;
+  // The end of the one-pass (CMA and mapped) algorithms: posts `done` for the whole call and waits for every peer's,
+  // since peers read or write this rank's buffers until then.
+  void finishOnePass() const;
+
+  // Chunk j of the call covers elements [chunkBegin(j), chunkEnd(j)) of the per-rank range (count elements).
+  size_t chunkBegin(uint32_t j) const { return static_cast<size_t>(j) * chunkElems; }
+  size_t chunkEnd(uint32_t j) const { return std::min(args->count, chunkBegin(j) + chunkElems); }
+};
+
+// Slice i (of n) of a chunk of len elements: [sliceBegin(i), sliceBegin(i + 1)). Boundaries are rounded down to a
+// cache line so that two ranks never write one line of a shared staging slot.
+inline size_t sliceBegin(size_t len, int i, int n, size_t esize) {
+  if (i >= n) return len;
+  size_t perLine = esize >= kLine ? 1 : kLine / esize;
+  size_t b = len * static_cast<size_t>(i) / static_cast<size_t>(n);
+  return b / perLine * perLine;
+}
+
+// dst = srcs[0] op srcs[1] op ... op srcs[n-1], in that order for every element (so every rank that reduces a given
+// element gets the same bits), then divided by divisor for ternAvg. dst may be any one of the sources exactly:
+// when it is srcs[k] with k >= 2, the running result goes through tmp so that srcs[k] is read before it is
+// overwritten.
+void reduceInOrder(void* dst, const void* const* srcs, int n, size_t count, ternDataType_t dtype, ternRedOp_t op,
+                   int avgDivisor, void* tmp);
+
+// A key of the arguments every rank must agree on, to refuse mismatched calls instead of computing garbage.
+uint64_t argsKey(const CollArgs& a);
+
+// The collectives (one file each). Small: one phase through the small areas; pipelined: chunks through staging
+// slots or in place; CMA and mapped: one-pass allreduces of ordinary and of directly addressable buffers.
+void smallCollective(DirectCall& c, uint32_t seq);
+void pipelinedAllReduce(DirectCall& c);
+void cmaAllReduce(DirectCall& c);
+void mappedAllReduce(DirectCall& c);
+void pipelinedReduceScatter(DirectCall& c);
+void pipelinedAllGather(DirectCall& c);
+void cmaAllGather(DirectCall& c);
+void pipelinedBroadcast(DirectCall& c);
+void cmaBroadcast(DirectCall& c);
+void pipelinedReduce(DirectCall& c);
+
+}  // namespace tern::shm

@@ -1,0 +1,40 @@
+#include "algorithms/shm/direct_cost.hpp"
+
+#include "core/dtype.hpp"
+#include "planner/cost_params.hpp"
+
+namespace tern::shm {
+
+// The default parameters (planner/cost_params.hpp) were fitted to all_reduce_perf (float32 sum, ordinary buffers,
+// 2 ranks): one phase as alpha + n x bytes / bandwidth (every rank folds every rank's data, in cache), the chunked
+// algorithms as alpha + bus bytes / bus bandwidth. In-place reads of registered buffers are faster, which the
+// planner cannot know from CollArgs, so the model is the staged (conservative) one.
+
+double predictDirectSeconds(const CollArgs& a, int n, bool small, const planner::ShmAlgorithmCost& cost) {
+  const double p = n;
+  const double bytes = static_cast<double>(a.count) * static_cast<double>(dataTypeSize(a.dtype));
+  if (a.coll == Collective::kBarrier) return cost.smallAlpha;
+  if (small) {
+    // Bytes each rank folds or copies out of the small areas.
+    double touched = a.coll == Collective::kReduceScatter || a.coll == Collective::kAllGather ? p * bytes : bytes;
+    if (a.coll == Collective::kAllReduce || a.coll == Collective::kReduce) touched = p * bytes;
+    return cost.smallAlpha + touched / cost.smallBytesPerSecond;
+  }
+  // nccl-tests bus bytes: what each rank must move, whatever the algorithm.
+  double busBytes;
+  switch (a.coll) {
+    case Collective::kAllReduce:
+      busBytes = 2 * (p - 1) / p * bytes;
+      break;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+      busBytes = (p - 1) * bytes;  // count is per rank: (n-1)/n of the n*count total
+      break;
+    default:
+      busBytes = bytes;
+      break;
+  }
+  return cost.pipelinedAlpha + busBytes / cost.pipelinedBusBytesPerSecond;
+}
+
+}  // namespace tern::shm

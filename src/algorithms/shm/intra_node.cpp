@@ -1,0 +1,106 @@
+// The shared-memory IntraNode: a mesh of segments (mesh.hpp), the FIFO transport over it (shm_transport.hpp) and the
+// shared-memory algorithms of the catalogue (direct_collectives.hpp, shm_catalogue.hpp), priced by the planner's
+// cost parameters (CostParams::shmAlgorithms). It lives with the algorithms: the transport below it knows nothing
+// of them.
+#include "transport/shm/intra_node.hpp"
+
+#include "algorithms/shm/direct_collectives.hpp"
+#include "algorithms/shm/shm_catalogue.hpp"
+#include "core/algo_choice.hpp"
+#include "core/dtype.hpp"
+#include "core/env.hpp"
+#include "core/log.hpp"
+#include "planner/calibration.hpp"
+#include "transport/shm/mesh.hpp"
+#include "transport/shm/shm_transport.hpp"
+#include "transport/shm/spin_policy.hpp"
+#include "transport/shm/watchdog.hpp"
+
+namespace tern {
+
+namespace {
+
+class ShmIntraNode : public IntraNode {
+ public:
+  ShmIntraNode(std::unique_ptr<shm::Mesh> mesh, const IntraNodeSetup& setup)
+      : mesh_(std::move(mesh)),
+        dog_(mesh_.get(), setup.tcp, setup.timeoutMs),
+        spin_(shm::chooseSpinPolicy(mesh_->localRanks())),
+        transport_(mesh_.get(), &dog_, spin_),
+        direct_(mesh_.get(), &dog_, spin_),
+        algoOverride_(AlgoOverride::parse(knobs().algo)),
+        params_(planner::processCostParams()) {}
+
+  bool tryRun(Operation& op, const ExecContext& ctx) override {
+    const shm::ShmPlan p = plan(op.args);
+    if (p.algo == shm::ShmAlgorithm::kNone) return false;
+    direct_.run(op, ctx, p);
+    return true;
+  }
+
+  Transport* transport() override { return &transport_; }
+
+  double predictSeconds(const CollArgs& args) const override {
+    const shm::ShmPlan p = plan(args);
+    if (p.algo == shm::ShmAlgorithm::kNone) return -1.0;
+    return shm::shmSeconds(direct_.expectedAlgorithm(args, p), args, mesh_->nranks(), params_);
+  }
+
+  std::string algorithmFor(const CollArgs& args) const override {
+    const shm::ShmPlan p = plan(args);
+    return shm::shmAlgorithmName(direct_.expectedAlgorithm(args, p));
+  }
+
+ private:
+  // The catalogue's decision for this call: none unless every rank is here; a forced entry as named (an error
+  // when the arguments rule it out); otherwise the default, less what TERN_ALGO excludes.
+  shm::ShmPlan plan(const CollArgs& args) const {
+    if (!mesh_->allLocal()) return {};
+    const int n = mesh_->nranks();
+    shm::ShmPlan p;
+    if (algoOverride_.rules.empty()) {
+      p.algo = shm::defaultShmAlgorithm(args, n);
+      return p;
+    }
+    const std::string forced = algoOverride_.forced(args.coll);
+    if (!forced.empty()) {
+      const shm::ShmAlgorithm f = shm::shmAlgorithmNamed(forced);
+      if (f == shm::ShmAlgorithm::kNone) return {};  // a schedule algorithm is forced for this collective
+      std::string why;
+      if (!shm::shmApplies(f, args, n, &why)) {
+        throwError(ternInvalidUsage, "TERN_ALGO=%s cannot run this %s of %zu elements of %s on %d ranks: %s",
+                   forced.c_str(), collectiveName(args.coll), args.count, dataTypeName(args.dtype), n, why.c_str());
+      }
+      return shm::forcedShmPlan(f);
+    }
+    p.algo = shm::defaultShmAlgorithm(args, n);
+    if (p.algo == shm::ShmAlgorithm::kNone || algoOverride_.excluded(args.coll, shm::shmAlgorithmName(p.algo))) {
+      return {};
+    }
+    p.allowCma = !algoOverride_.excluded(args.coll, "shm_cma");
+    p.allowMapped = !algoOverride_.excluded(args.coll, "shm_mapped");
+    return p;
+  }
+
+  std::unique_ptr<shm::Mesh> mesh_;
+  shm::Watchdog dog_;
+  shm::SpinPolicy spin_;
+  shm::ShmTransport transport_;
+  shm::DirectCollectives direct_;
+  AlgoOverride algoOverride_;
+  planner::CostParams params_;
+};
+
+}  // namespace
+
+std::unique_ptr<IntraNode> createIntraNode(const IntraNodeSetup& setup) {
+  if (knobs().shmDisable) {
+    TERN_LOG(kInfo, kShm, setup.rank, "shared-memory transport disabled (TERN_SHM_DISABLE)");
+    return nullptr;
+  }
+  auto mesh = shm::Mesh::create(setup);
+  if (!mesh) return nullptr;
+  return std::make_unique<ShmIntraNode>(std::move(mesh), setup);
+}
+
+}  // namespace tern
