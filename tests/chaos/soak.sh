@@ -51,7 +51,7 @@ for phase in shm+tcp tcp; do
   done
   calls=$(grep -h "calls checked" "$dir"/out.* | sed -E 's/.*done, ([0-9]+) calls.*/\1/' | paste -sd' ')
   echo "soak $phase: ${half}s, seed $seed, counts up to $max_count: calls checked per rank: $calls"
-  total=$((total + ${calls%% *}))
+  [ -n "$calls" ] && total=$((total + ${calls%% *}))
   tag=$(drill_job_tag "$secret")
   if ls /dev/shm 2>/dev/null | grep -q -e "$tag" -e "$secret"; then
     echo "FAIL [soak $phase]: segments of the job left in /dev/shm"
