@@ -5,6 +5,7 @@
  *   nccl_abi_test ranks N   N processes (fork), the id passed through a pipe: every collective, groups, split,
  *                           PreMulSum, config handling, finalize and the error paths
  *   nccl_abi_test initall N one process, N ranks from ncclCommInitAll, driven from one thread in groups
+ *   nccl_abi_test compress exact|compressed   2 processes: TERN_COMPRESS applies to ncclAllReduce
  *   nccl_abi_test abort     2 processes, each blocked in a receive that no one sends; a second thread calls
  *                           ncclCommAbort: the receive returns an error, no hang */
 #include <nccl.h>
@@ -812,11 +813,37 @@ static int runAbort(int rank, int n, ncclUniqueId id) {
   return g_failures == 0 ? 0 : 1;
 }
 
+/* TERN_COMPRESS reaches ncclAllReduce as it does ternAllReduce: 1 + 2^-10 has no bf16 form (8 significant bits),
+ * so a bf16-compressed sum of two ranks is 2, the exact one 2 + 2^-9. */
+static const char* g_expectCompress = "exact";
+static int runCompress(int rank, int n, ncclUniqueId id) {
+  ncclComm_t comm = NULL;
+  NCCL_OK(ncclCommInitRank(&comm, n, id, rank));
+  const size_t count = 1 << 16; /* above TERN_COMPRESS_MIN_BYTES' default */
+  float* x = calloc(count, sizeof(float));
+  for (size_t i = 0; i < count; ++i) x[i] = 1.0f + 1.0f / 1024;
+  NCCL_OK(ncclAllReduce(x, x, count, ncclFloat32, ncclSum, comm, NULL));
+  float want = strcmp(g_expectCompress, "compressed") == 0 ? 2.0f * n / 2 : n * (1.0f + 1.0f / 1024);
+  for (size_t i = 0; i < count; ++i) {
+    if (x[i] != want) {
+      CHECK(0, "%s allreduce [%zu]: %.9g, expected %.9g", g_expectCompress, i, x[i], want);
+      break;
+    }
+  }
+  NCCL_OK(ncclCommDestroy(comm));
+  free(x);
+  return g_failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stderr, NULL, _IOLBF, 0);
   if (argc >= 3 && strcmp(argv[1], "ranks") == 0) return forkRanks(atoi(argv[2]), runRank, 240);
   if (argc >= 3 && strcmp(argv[1], "initall") == 0) return runInitAll(atoi(argv[2]));
   if (argc >= 2 && strcmp(argv[1], "abort") == 0) return forkRanks(2, runAbort, 60);
-  fprintf(stderr, "usage: %s ranks N | initall N | abort\n", argv[0]);
+  if (argc >= 3 && strcmp(argv[1], "compress") == 0) {
+    g_expectCompress = argv[2];
+    return forkRanks(2, runCompress, 120);
+  }
+  fprintf(stderr, "usage: %s ranks N | initall N | abort | compress exact|compressed\n", argv[0]);
   return 2;
 }
