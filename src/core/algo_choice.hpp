@@ -79,7 +79,8 @@ const AlgorithmInfo& chooseAlgorithm(const CollArgs& args, const ChoiceContext& 
 double predictSeconds(const CollArgs& args, const ChoiceContext& ctx, const std::string& algorithm);
 
 // The direct path's time for args: the calibration's "shm_direct" figure when the parameters (TERN_TUNE_FILE) have
-// one, else the transport's own estimate; negative when the direct path does not apply to args.
+// one, else the shared-memory entry's own cost (DirectOption::predictSeconds); negative when the direct path does
+// not apply to args.
 double directSeconds(const CollArgs& args, const ChoiceContext& ctx, const DirectOption& direct);
 
 // The predicted time of a choice for the exact size of args (ternQueryAlgorithm's predictedUs); 0 when unknown.

@@ -1,7 +1,10 @@
 // The algorithm choices pinned: for a grid of collectives, sizes, rank counts and host layouts, the algorithm the
 // library picks must stay what it was when the table below was recorded (before the catalogue refactor of issue 16,
 // which was to move and re-wire code without changing any decision). A change of this table is a change of
-// behaviour and must be deliberate: rerun with TERN_PIN_PRINT=1 to print the current choices.
+// behaviour and must be deliberate: record it with
+//   TERN_PIN_PRINT=1 TERN_SOURCE_DIR=$PWD build/bin/tern_unit_tests --gtest_filter='PlannerChoicePin.*'
+// which prints the current choices as lines of planner_choice_pin_table.inc (kPinnedCostModel first, kPinnedShm
+// second), and say in the commit which choices changed and why.
 //
 // Two halves:
 //  - the cost model alone (chooseWithDirect without a direct path) on made-up host layouts and the reference
