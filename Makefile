@@ -54,26 +54,55 @@ FUZZ_SECONDS ?= 600
 fuzz: deps
 	@bash tools/fuzz.sh --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
-# The unit, mp and shm tests that exercise the transports, abort and failure paths, under ASan+UBSan (build-asan)
+# The unit, mp and shm tests (with the security tests and the fuzz corpora's replay) under ASan+UBSan (build-asan)
 # and TSan (build-tsan); any sanitizer report fails its test. SANITIZERS picks the builds ("address,undefined" and/or
-# "thread"); SANITIZE_TESTS is the ctest regex of the chosen subset. The TSan build leaves UCX out: UCX's memory
-# hooks (libucm) run in a new thread before TSan has set it up, and the process crashes at its first thread exit.
+# "thread"); SANITIZE_TESTS is the ctest regex of what runs: by default all of them (the unit tests are the gtest
+# suites, whose names start with a capital; mp_*, shm_*, security_* are the multi-process tests), and
+# `make test-sanitize-ci` runs SANITIZE_CI_TESTS, the subset .ci/run can afford. The abort-safety stress runs 1000
+# collective-vs-abort rounds here (100 in make test). The TSan build leaves UCX out: UCX's memory hooks (libucm) run
+# in a new thread before TSan has set it up, and the process crashes at its first thread exit.
 SANITIZERS ?= address,undefined thread
-SANITIZE_TESTS ?= ^(Shm|ShmTransportTest|ShmFailure|ShmRegistry|AbortSafety|Api|Collectives|Ranks/ShmCollectives|shm_trust[.]|security[.]).*|^(shm_mp_all_n2|shm_mp_all_n4|mp_tcp_all_n2|mp_tcp_all_n4|shm_mp_sigkill_mid_allreduce|mp_tcp_sigkill_mid_allreduce|shm_setup_sigkill_leaves_no_segment)$$
+SANITIZE_TESTS ?= ^[A-Z][^.]*[.]|^(shm_trust|security|fuzz_replay)[.]|^(mp|shm|security)_
+# The CI subset: abort safety (the stress and the call held past the abort wait), the shared-memory transport, its
+# trust checks and failure paths, the security tests, the corpora, 2-rank multi-process runs over TCP and shared
+# memory and the SIGKILL drills: the code where threads, other processes' bytes and teardown meet.
+SANITIZE_CI_TESTS = ^(AbortSafety|ShmTransportTest|ShmFailure|ShmRegistry|Api|Collectives|Ranks/ShmCollectives)[.]|^(shm_trust|security|fuzz_replay)[.]|^(mp_tcp_all_n2|shm_mp_all_n2|shm_mp_sigkill_mid_allreduce|mp_tcp_sigkill_mid_allreduce|shm_setup_sigkill_leaves_no_segment)$$
+SANITIZE_STRESS_LOOPS ?= 1000
+# Tests the TSan build leaves out (a ctest regex; empty in a full run, so every report shows there). The CI subset
+# leaves out the unit tests whose ranks are threads of one process over shared memory: each rank maps every peer's
+# segment at its own address, so the release/acquire of a call's flags (one physical word, two virtual addresses)
+# is invisible to TSan, which then reports the buffer reads that the flags order (an open finding, docs/SECURITY.md).
+SANITIZE_TSAN_EXCLUDE ?=
+# ShmFailure.MissingPeerTimesOutNamingIt gives init a 0.4 s TERN_TIMEOUT, which TSan's slowdown on a loaded machine
+# can exceed before the failure it checks.
+SANITIZE_CI_TSAN_EXCLUDE = ^(Api|Collectives|Ranks/ShmCollectives|ShmTransportTest)[.]|^ShmFailure[.]MissingPeerTimesOutNamingIt$$
 # hwloc unloads its PCI plugin when a topology is destroyed; what libpciaccess allocated for the process is then
 # unreachable and LeakSanitizer reports it from an unknown module (no suppression can name it). Keeping libpciaccess
 # loaded keeps that memory reachable; verify_asan_link_order=0 lets the preload come before the ASan runtime.
 SANITIZE_PRELOAD ?= $(wildcard /lib/x86_64-linux-gnu/libpciaccess.so.0)
-SANITIZE_TARGETS = tern_unit_tests tern_security_tests tern_mp_check tern_shm_check tern_shm_trust_tests \
-  tern_shm_setup_kill_check tern-run
+SANITIZE_TARGETS = tern_unit_tests tern_security_tests tern_env_init_check tern_mp_check tern_shm_check \
+  tern_shm_trust_tests tern_shm_setup_kill_check tern-run tern_fuzz_replay
+.PHONY: test-sanitize-ci fuzz-ci
 test-sanitize: deps
 	@set -e; for s in $(SANITIZERS); do \
-	  case $$s in thread) dir=build-tsan; extra=-DTERN_WITH_UCX=OFF ;; *) dir=build-asan; extra= ;; esac; \
+	  case $$s in thread) dir=build-tsan; extra=-DTERN_WITH_UCX=OFF; skip='$(SANITIZE_TSAN_EXCLUDE)' ;; \
+	    *) dir=build-asan; extra=; skip= ;; esac; \
 	  echo "tern: $$s build in $$dir"; \
 	  cmake -S . -B $$dir -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERN_SANITIZE=$$s $$extra >/dev/null; \
 	  cmake --build $$dir -j $(JOBS) --target $(SANITIZE_TARGETS); \
-	  (cd $$dir && LD_PRELOAD="$(SANITIZE_PRELOAD)" TERN_SOCKET_IFNAME=lo \
+	  (cd $$dir && LD_PRELOAD="$(SANITIZE_PRELOAD)" TERN_SOCKET_IFNAME=lo TERN_ABORT_STRESS_LOOPS=$(SANITIZE_STRESS_LOOPS) \
 	     ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:verify_asan_link_order=0 \
-	     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-	     ctest -R '$(SANITIZE_TESTS)' --output-on-failure -j $(JOBS) --timeout 900); \
+	     LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp:print_suppressions=0 \
+	     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	     ctest -R '$(SANITIZE_TESTS)' $${skip:+-E "$$skip"} --output-on-failure -j $(JOBS) --timeout 900); \
 	done
+
+test-sanitize-ci: SANITIZE_TESTS = $(SANITIZE_CI_TESTS)
+test-sanitize-ci: SANITIZE_TSAN_EXCLUDE = $(SANITIZE_CI_TSAN_EXCLUDE)
+test-sanitize-ci: test-sanitize
+
+# The short fuzz run of CI: every target over its committed corpus, then FUZZ_CI_SECONDS of fresh inputs.
+FUZZ_CI_SECONDS ?= 10
+fuzz-ci: FUZZ_SECONDS = $(FUZZ_CI_SECONDS)
+fuzz-ci: fuzz
