@@ -27,9 +27,11 @@ constexpr std::array kAlgorithms = {
     AlgorithmInfo{"rhd", Collective::kAllReduce,
                   "Rabenseifner: recursive halving reduce-scatter + doubling all-gather; 2 log(n) hops",
                   buildRabenseifnerAllReduce},
-    AlgorithmInfo{"hier", Collective::kAllReduce,
-                  "hierarchical: intra-node reduce-scatter, inter-node ring allreduce per slice, intra-node all-gather",
-                  buildHierAllReduce},
+    AlgorithmInfo{
+        "hier", Collective::kAllReduce,
+        "hierarchical: intra-node reduce-scatter, inter-node allreduce per slice (ring; two nodes: exchange), "
+        "intra-node all-gather",
+        buildHierAllReduce},
     AlgorithmInfo{"ring", Collective::kAllGather, "ring, chunked and pipelined; bandwidth-optimal, n-1 hops",
                   buildRingAllGather},
     AlgorithmInfo{"rd", Collective::kAllGather, "recursive doubling (non-powers of two folded in); log(n) hops",

@@ -917,6 +917,37 @@ TEST(AlgorithmsHier, InterNodeTrafficCrossesOncePerNode) {
   EXPECT_EQ(cross, size_t{4096} * 4 * 2);
 }
 
+TEST(AlgorithmsHier, TwoNodesShipTheirPartialWithoutWaitingForTheOtherNode) {
+  // With two nodes, a node whose ranks are ready early must be able to send everything it sends across before the
+  // other node has sent anything: no inter-node send may depend (transitively) on an inter-node receive.
+  for (const std::vector<int>& hosts : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 1}, {0, 0, 0, 1, 1}}) {
+    const int n = static_cast<int>(hosts.size());
+    BuildOptions o;
+    o.hostOf = hosts;
+    o.pipelineChunkBytes = 1024;  // several chunks per slice
+    CollArgs a;
+    a.count = 10000;
+    a.op = ternAvg;
+    for (int r = 0; r < n; ++r) {
+      const Schedule s = buildHierAllReduce(a, r, n, o);
+      std::vector<bool> afterRemoteRecv(s.steps.size(), false);
+      size_t crossSends = 0;
+      for (size_t i = 0; i < s.steps.size(); ++i) {
+        const Step& st = s.steps[i];
+        bool tainted = false;
+        for (uint32_t d : st.deps) tainted = tainted || afterRemoteRecv[d];
+        const bool remote = st.peer >= 0 && hosts[st.peer] != hosts[r];
+        if (st.kind == StepKind::kSend && remote) {
+          ++crossSends;
+          EXPECT_FALSE(tainted) << "rank " << r << " step " << i << ": an inter-node send waits for the other node";
+        }
+        afterRemoteRecv[i] = tainted || (st.kind == StepKind::kRecv && remote);
+      }
+      EXPECT_GT(crossSends, 1u) << "rank " << r;
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Ring orders (rank permutations chosen from the topology) for every algorithm that walks a ring or chain.
 

@@ -51,7 +51,11 @@ TEST(CalcTraining, WorkedCaseModel) {
   EXPECT_LT(st.commSeconds, 0.045);
   const Estimate ring = p.estimate(Collective::kAllReduce, gradientBytes(in), "ring");
   EXPECT_GT(ring.seconds, 1.45 * 0.0328);
-  EXPECT_NEAR(st.efficiency, 0.84, 0.03);  // the reported 3.3x on 4 GPUs
+  // The reported 3.3x on 4 GPUs (0.84) came from another library; tern's two-node hierarchical allreduce pays the
+  // link time once with no pipeline drain, so it may do better, but never better than compute / (compute + the
+  // naive transfer), which is the bound for communication that does not overlap the compute.
+  EXPECT_GT(st.efficiency, 0.84 - 0.03);
+  EXPECT_LE(st.efficiency, 0.220 / (0.220 + 0.0328) + 1e-3);
   EXPECT_NEAR(st.speedup, 3.35, 0.15);
   // Slower network, more communication; one node needs no network at all.
   const StepTime slow = stepTime(plannerFor("roce10-2x2"), in);
