@@ -2,7 +2,7 @@
 
 #include "core/dtype.hpp"
 #include "kernels/reduce.hpp"
-#include "transport/shm/direct_call.hpp"
+#include "algorithms/shm/direct_call.hpp"
 
 namespace tern::shm {
 

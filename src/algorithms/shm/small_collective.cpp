@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
-#include "transport/shm/direct_call.hpp"
+#include "algorithms/shm/direct_call.hpp"
 
 namespace tern::shm {
 
