@@ -18,7 +18,7 @@ python=${PYTHON:-$(bash "$root/tools/python-env.sh")} || { echo "compare_torch.s
 out=${OUT:-$root/build/perf-torch/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 echo "# torch $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null), $NP ranks, $(nproc) CPUs, $(date -u)"
-cmd=("$python" -m torch.distributed.run --nproc-per-node "$NP" --master-port "$((20000 + RANDOM % 20000))"
+cmd=("$python" -m torch.distributed.run --nproc-per-node "$NP" --master-port "$((20000 + RANDOM % 12000))"
   "$here/torch/allreduce_bench.py" -b "${MINBYTES:-8}" -e "${MAXBYTES:-256M}" --repeats "${REPEATS:-3}"
   --budget "${BUDGET:-512M}" --json "$out/allreduce.json")
 echo "+ ${cmd[*]}"

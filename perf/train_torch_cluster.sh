@@ -87,7 +87,7 @@ JOBS=0
 run_job() {
   local log=$1 json=$2
   shift 2
-  local port=$((20000 + (RANDOM % 20000) + JOBS))
+  local port=$((20000 + (RANDOM + JOBS) % 12000))  # below the ephemeral range (32768 and up)
   JOBS=$((JOBS + 1))
   local -a env=(OMP_NUM_THREADS=1 TERN_TIMEOUT="$TERN_TIMEOUT")
   local -a torchrun=("$PYTHON" -m torch.distributed.run --nnodes "$NODES" --nproc-per-node "$PER_NODE")

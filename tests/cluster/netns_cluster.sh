@@ -368,7 +368,9 @@ tnc_launch() {
   secret=$(tnc__random_secret)
   # A fresh port per job, so a job never meets the previous job's lingering listener.
   TNC_LAUNCHES=$((TNC_LAUNCHES + 1))
-  port=$((20000 + (RANDOM % 20000) + TNC_LAUNCHES))
+  # Below the kernel's ephemeral range (32768 and up): a port there may be held by an earlier job's connection in
+  # TIME_WAIT, which a listener cannot bind over.
+  port=$((20000 + (RANDOM + TNC_LAUNCHES) % 12000))
   local -a common=(--world-size "$world" --root-addr "$(tnc_addr 0):$port" --secret "$secret"
     --timeout "$timeout" "${extra[@]}")
   local -a pids=() prefix placement
