@@ -30,6 +30,12 @@
 namespace tern {
 namespace {
 
+// memcpy of a rank's input, which is empty for count 0 (memcpy's source must not be null even for 0 bytes).
+template <typename Bytes>
+void copyInput(char* dst, const Bytes& in) {
+  if (!in.empty()) std::memcpy(dst, in.data(), in.size());
+}
+
 using shm::ZeroCopyMode;
 using testing::runOnRanks;
 using testing::Wire;
@@ -201,15 +207,15 @@ void runCase(const Case& c, ternComm_t comm, int r, int n, std::vector<char>* ex
   switch (c.coll) {
     case Coll::kAllReduce:
       if (c.inPlace) {
-        std::memcpy(outBuf.p, in.data(), in.size());
+        copyInput(outBuf.p, in);
         res = ternAllReduce(outBuf.p, outBuf.p, c.count, c.dt, c.op, comm);
       } else {
-        std::memcpy(inBuf.p, in.data(), in.size());
+        copyInput(inBuf.p, in);
         res = ternAllReduce(inBuf.p, outBuf.p, c.count, c.dt, c.op, comm);
       }
       break;
     case Coll::kReduceScatter:
-      std::memcpy(inBuf.p, in.data(), in.size());
+      copyInput(inBuf.p, in);
       if (c.inPlace) {
         result = inBuf.p + r * c.count * e;
         res = ternReduceScatter(inBuf.p, result, c.count, c.dt, c.op, comm);
@@ -219,28 +225,28 @@ void runCase(const Case& c, ternComm_t comm, int r, int n, std::vector<char>* ex
       break;
     case Coll::kAllGather:
       if (c.inPlace) {
-        std::memcpy(outBuf.p + r * c.count * e, in.data(), in.size());
+        copyInput(outBuf.p + r * c.count * e, in);
         res = ternAllGather(outBuf.p + r * c.count * e, outBuf.p, c.count, c.dt, comm);
       } else {
-        std::memcpy(inBuf.p, in.data(), in.size());
+        copyInput(inBuf.p, in);
         res = ternAllGather(inBuf.p, outBuf.p, c.count, c.dt, comm);
       }
       break;
     case Coll::kBroadcast:
       if (c.inPlace) {
-        if (r == root) std::memcpy(outBuf.p, in.data(), in.size());
+        if (r == root) copyInput(outBuf.p, in);
         res = ternBroadcast(outBuf.p, outBuf.p, c.count, c.dt, root, comm);
       } else {
-        std::memcpy(inBuf.p, in.data(), in.size());
+        copyInput(inBuf.p, in);
         res = ternBroadcast(r == root ? inBuf.p : nullptr, outBuf.p, c.count, c.dt, root, comm);
       }
       break;
     case Coll::kReduce:
       if (c.inPlace && r == root) {
-        std::memcpy(outBuf.p, in.data(), in.size());
+        copyInput(outBuf.p, in);
         res = ternReduce(outBuf.p, outBuf.p, c.count, c.dt, c.op, root, comm);
       } else {
-        std::memcpy(inBuf.p, in.data(), in.size());
+        copyInput(inBuf.p, in);
         res = ternReduce(inBuf.p, r == root ? outBuf.p : nullptr, c.count, c.dt, c.op, root, comm);
       }
       break;
