@@ -1,5 +1,5 @@
-// mpi_collectives: the Open MPI baseline for tern's collectives (built twice: mpi_collectives, and mpi_allreduce,
-// whose --coll defaults to allreduce as well, the name the allreduce comparison scripts run).
+// mpi_collectives: the Open MPI baseline for tern's collectives (mpi_allreduce, the name the allreduce comparison
+// scripts run, is a link to it: --coll defaults to allreduce).
 //
 // Same table as gloo_allreduce and oneccl_collectives (nccl-tests style, one row per size; collectives.hpp says what
 // a size means for each collective) so perf/compare/common.sh parses every tool alike. Standalone on purpose: it
