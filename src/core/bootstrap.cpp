@@ -8,6 +8,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "core/env.hpp"
@@ -96,17 +97,20 @@ struct Member {
 
 class RootServer {
  public:
-  RootServer(Fd listener, const Secret& secret, int expected, int timeoutSec, std::string fileToRemove)
+  RootServer(Fd listener, const Secret& secret, int expected, int timeoutSec, std::string fileToRemove,
+             const std::atomic<bool>* stop)
       : listener_(std::move(listener)),
         fileToRemove_(std::move(fileToRemove)),
         secret_(secret),
         expected_(expected),
-        deadline_(Clock::now() + std::chrono::seconds(timeoutSec)) {}
+        deadline_(Clock::now() + std::chrono::seconds(timeoutSec)),
+        stop_(stop) {}
 
   void run() {
     setNonBlocking(listener_.get(), true);
     while (expected_ == 0 || static_cast<int>(members_.size()) < expected_) {
       if (Clock::now() >= deadline_) throwError(ternTimeout, "timed out (TERN_TIMEOUT)");
+      if (stop_->load(std::memory_order_acquire)) throwError(ternRemoteError, "stopped by its owner");
       pollOnce();
     }
     // Before any rank gets its table: a rank that has its table may start the next job, which must not find
@@ -305,11 +309,11 @@ class RootServer {
     }
     for (auto& m : members_) {
       Mac proof = wire::tableProof(secret_, m.rankNonce, m.rootNonce, header, table.data(), table.size());
-      m.conn->flush(deadline_, nullptr);
+      m.conn->flush(deadline_, stop_);
       const int fd = m.conn->fd();
-      sendExact(fd, &header, sizeof(header), deadline_, nullptr, "bootstrap root: table");
-      sendExact(fd, table.data(), table.size() * sizeof(wire::PeerEntry), deadline_, nullptr, "bootstrap root: table");
-      sendExact(fd, proof.data(), proof.size(), deadline_, nullptr, "bootstrap root: table");
+      sendExact(fd, &header, sizeof(header), deadline_, stop_, "bootstrap root: table");
+      sendExact(fd, table.data(), table.size() * sizeof(wire::PeerEntry), deadline_, stop_, "bootstrap root: table");
+      sendExact(fd, proof.data(), proof.size(), deadline_, stop_, "bootstrap root: table");
     }
   }
 
@@ -321,16 +325,24 @@ class RootServer {
   std::deque<Pending> pending_;  // oldest first
   std::vector<Member> members_;
   int dropped_ = 0;
+  const std::atomic<bool>* stop_;  // raised by the server's owner (BootstrapRoot::stop)
 };
 
-void serveRoot(Fd listener, Secret secret, int expected, int timeoutSec, std::string fileToRemove) {
-  RootServer server(std::move(listener), secret, expected, timeoutSec, std::move(fileToRemove));
+void serveRoot(Fd listener, Secret secret, int expected, int timeoutSec, std::string fileToRemove,
+               const std::atomic<bool>* stop) {
+  RootServer server(std::move(listener), secret, expected, timeoutSec, std::move(fileToRemove), stop);
   try {
     server.run();
   } catch (const std::exception& e) {
     // Not only tern::Error: nothing a stranger sends may take the process down with an uncaught exception.
-    TERN_LOG(kWarn, kInit, -1, "bootstrap root: giving up after %zu of %d ranks joined: %s", server.joined(),
-             server.expected(), e.what());
+    if (stop->load(std::memory_order_acquire)) {
+      // Its owner is done with it (or the process exits): not a failure of the job.
+      TERN_LOG(kTrace, kInit, -1, "bootstrap root: stopped by its owner after %zu of %d ranks joined", server.joined(),
+               server.expected());
+    } else {
+      TERN_LOG(kWarn, kInit, -1, "bootstrap root: giving up after %zu of %d ranks joined: %s", server.joined(),
+               server.expected(), e.what());
+    }
   }
   server.removeFile();
 }
@@ -345,10 +357,80 @@ void recvFromRoot(int fd, void* data, size_t bytes, Clock::time_point deadline, 
 
 void removeFileWhenNextRootIsDone(const std::string& path) { fileToRemoveAfterNextRoot = path; }
 
-void startBootstrapRoot(Fd listener, const Secret& secret, int expectedRanks, int timeoutSec) {
+BootstrapRoot BootstrapRoot::start(Fd listener, const Secret& secret, int expectedRanks, int timeoutSec) {
   std::string file = std::move(fileToRemoveAfterNextRoot);
   fileToRemoveAfterNextRoot.clear();
-  std::thread(serveRoot, std::move(listener), secret, expectedRanks, timeoutSec, std::move(file)).detach();
+  BootstrapRoot root;
+  root.shared_ = std::make_shared<Shared>();
+  root.ownerPid_ = static_cast<int>(::getpid());
+  // The thread holds its own reference, so the flags stay valid for it whatever happens to the handle.
+  root.thread_ = std::thread([shared = root.shared_, listener = std::move(listener), secret, expectedRanks, timeoutSec,
+                              file = std::move(file)]() mutable {
+    serveRoot(std::move(listener), secret, expectedRanks, timeoutSec, std::move(file), &shared->stop);
+    shared->done.store(true, std::memory_order_release);
+  });
+  return root;
+}
+
+BootstrapRoot& BootstrapRoot::operator=(BootstrapRoot&& other) noexcept {
+  if (this != &other) {
+    stop();
+    shared_ = std::move(other.shared_);
+    thread_ = std::move(other.thread_);
+    ownerPid_ = other.ownerPid_;
+  }
+  return *this;
+}
+
+void BootstrapRoot::stop() {
+  if (shared_) shared_->stop.store(true, std::memory_order_release);
+  wait();
+}
+
+void BootstrapRoot::wait() {
+  if (!thread_.joinable()) return;
+  if (ownerPid_ != static_cast<int>(::getpid())) {
+    // A forked child's copy: the thread exists only in the parent, and joining it here would never return.
+    thread_.detach();
+    return;
+  }
+  thread_.join();
+}
+
+bool BootstrapRoot::finished() const { return !shared_ || shared_->done.load(std::memory_order_acquire); }
+
+namespace {
+
+// The servers that ternGetUniqueId and environment launches start: nobody else can hold their handles.
+class LibraryRoots {
+ public:
+  ~LibraryRoots() {
+    // At exit: the servers stop within one poll round, and none is left running while the process tears down.
+    std::lock_guard<std::mutex> lock(mutex_);
+    roots_.clear();
+  }
+  void keep(BootstrapRoot root) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase_if(roots_, [](const BootstrapRoot& r) { return r.finished(); });  // joins the done ones
+    roots_.push_back(std::move(root));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<BootstrapRoot> roots_;
+};
+
+LibraryRoots& libraryRoots() {
+  static LibraryRoots roots;
+  return roots;
+}
+
+}  // namespace
+
+void startBootstrapRoot(Fd listener, const Secret& secret, int expectedRanks, int timeoutSec) {
+  // First used after the knobs its servers read (the caller read TERN_TIMEOUT), so destroyed, stopping them, first.
+  LibraryRoots& roots = libraryRoots();
+  roots.keep(BootstrapRoot::start(std::move(listener), secret, expectedRanks, timeoutSec));
 }
 
 UniqueIdData createTcpUniqueId() {

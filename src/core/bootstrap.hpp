@@ -11,7 +11,9 @@
 
 #include <array>
 #include <atomic>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/auth.hpp"
@@ -33,7 +35,38 @@ struct BootstrapResult {
   JobId jobId{};                // drawn by the root for this bootstrap; peer handshakes are bound to it
 };
 
-// Starts the root server on an already-listening socket. expectedRanks may be 0 (taken from the first join).
+// The root server's thread, owned: destroying (or reassigning) the handle stops the server and joins its thread, so
+// the server and everything it holds never outlive whoever started it.
+class BootstrapRoot {
+ public:
+  BootstrapRoot() = default;
+  // Starts the root server on an already-listening socket. expectedRanks may be 0 (taken from the first join).
+  static BootstrapRoot start(Fd listener, const Secret& secret, int expectedRanks, int timeoutSec);
+  BootstrapRoot(BootstrapRoot&& other) noexcept = default;
+  BootstrapRoot& operator=(BootstrapRoot&& other) noexcept;
+  ~BootstrapRoot() { stop(); }
+
+  // Asks the server to give up (it hangs up on every connection, joined or not) and waits for its thread. A server
+  // that already finished is only joined.
+  void stop();
+  // Waits for the server to finish by itself: every rank has its table, or it gave up (TERN_TIMEOUT).
+  void wait();
+  // True once the server is done (its thread is ending or ended); also true for an empty handle.
+  bool finished() const;
+
+ private:
+  struct Shared {
+    std::atomic<bool> stop{false};
+    std::atomic<bool> done{false};
+  };
+  std::shared_ptr<Shared> shared_;
+  std::thread thread_;
+  int ownerPid_ = 0;  // a forked child holds a copy of the handle but not the thread
+};
+
+// For callers that hand out only an id and so cannot keep the handle (ternGetUniqueId, rank 0 of an environment
+// launch): the library keeps the server until it is done, joins finished ones as new ones start, and stops and
+// joins any still running when the process exits.
 void startBootstrapRoot(Fd listener, const Secret& secret, int expectedRanks, int timeoutSec);
 
 // The next startBootstrapRoot on this thread deletes path once its server is done (the per-user file that handed
