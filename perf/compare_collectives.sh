@@ -4,7 +4,7 @@
 #
 #   perf/compare_collectives.sh [BUILD_DIR=build]
 #
-#   # the full sweep on an idle machine (defaults: shared memory, 2 and 4 ranks, 8 B..256 MB x4, 3 repeats)
+#   # the full sweep on an idle machine (defaults: shared memory, 2 and 4 ranks, 8 B..256 MB x2, 3 repeats)
 #   perf/compare_collectives.sh build
 #   # a quick look: one repeat, a short range, two collectives
 #   REPEATS=1 MINBYTES=1K MAXBYTES=1M COLLS="alltoall alltoallv" perf/compare_collectives.sh build
@@ -39,8 +39,8 @@
 #   COLLS ["allgather reduce_scatter broadcast reduce alltoall alltoallv sendrecv"]   NPS ["2 4"]
 #   TRANSPORT [shm]   shm | tcp (tern with TERN_SHM_DISABLE=1, Open MPI's TCP BTL and oneCCL's TCP provider, all on
 #                     loopback)
-#   MINBYTES [8] MAXBYTES [256M] STEPFACTOR [4]   size sweep (K/M/G suffixes, powers of 1024); STEPFACTOR=2 for
-#                     every power of two (about twice the time)
+#   MINBYTES [8] MAXBYTES [256M] STEPFACTOR [2]   size sweep (K/M/G suffixes, powers of 1024); STEPFACTOR=4 halves
+#                     the sizes (8 B..128 MB from 8)
 #   ITER_BYTES [1G] MIN_ITERS [5] MAX_ITERS [2000]   iterations per size ~ ITER_BYTES/size, clamped
 #   WARMUP [iters/5, 2..WARMUP_MAX]   WARMUP_MAX [200]   REPEATS [3]   HUGEPAGES [none]   none | madvise | collapse
 #   TOOLS ["tern mpi oneccl"]   which columns to run
@@ -63,7 +63,7 @@ source "$here/compare/oneccl.sh"
 build=$(cmp_resolve_build "${1:-build}")
 COLLS=${COLLS:-allgather reduce_scatter broadcast reduce alltoall alltoallv sendrecv}
 NPS=${NPS:-2 4} TRANSPORT=${TRANSPORT:-shm} TOOLS=${TOOLS:-tern mpi oneccl}
-MINBYTES=${MINBYTES:-8} MAXBYTES=${MAXBYTES:-256M} STEPFACTOR=${STEPFACTOR:-4}
+MINBYTES=${MINBYTES:-8} MAXBYTES=${MAXBYTES:-256M} STEPFACTOR=${STEPFACTOR:-2}
 ITER_BYTES=${ITER_BYTES:-1G} MIN_ITERS=${MIN_ITERS:-5} MAX_ITERS=${MAX_ITERS:-2000} WARMUP=${WARMUP:-}
 WARMUP_MAX=${WARMUP_MAX:-200} REPEATS=${REPEATS:-3} HUGEPAGES=${HUGEPAGES:-none}
 TERN_RUN=${TERN_RUN:-$build/bin/tern-run}
