@@ -27,7 +27,8 @@
 # medians with their spread; the tool that runs first rotates from size group to size group and from repeat to
 # repeat. Placement: NP <= CPUs binds one rank per CPU (tern-run --bind-to auto, mpirun --bind-to core, oneCCL's
 # ranks taskset one CPU each); NP > CPUs leaves all unbound (mpirun --oversubscribe, which makes Open MPI yield
-# when idle; oneCCL gets CCL_YIELD=sched_yield), so no library spins on a core it does not own.
+# when idle; oneCCL gets CCL_YIELD=sched_yield, see perf/compare/oneccl.sh), so that no library should spin on a
+# core it does not own.
 # Huge pages (HUGEPAGES): none (the default: PERF_HUGEPAGES=none for every tool, TERN_SHM_HUGEPAGES=0), madvise
 # (PERF_HUGEPAGES=madvise for every tool, TERN_SHM_HUGEPAGES=0), both fair; collapse (tern's own MADV_COLLAPSE,
 # PERF_HUGEPAGES=default) is a tern feature, not like for like. See compare_shm.sh.

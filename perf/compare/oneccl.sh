@@ -25,8 +25,10 @@
 #                           as Open MPI's vader and tern's shm transport): what oneCCL uses between ranks of a host
 #   tcp: CCL_ATL_SHM=0 FI_PROVIDER=tcp FI_TCP_IFACE=lo   libfabric's TCP provider on loopback, where tern (shm off),
 #                           Open MPI's TCP BTL and Gloo run too
-#   more ranks than CPUs: CCL_YIELD=sched_yield   a waiting rank gives its CPU away rather than spin on a core it
-#                           does not own (Open MPI does the same when oversubscribed; tern's waits block)
+#   more ranks than CPUs: CCL_YIELD=sched_yield   oneCCL's setting for giving the CPU away while it polls, the
+#                           counterpart of Open MPI's yield when oversubscribed. oneCCL reads it (it says so at
+#                           start-up), but whether its waits honour it with CCL_WORKER_OFFLOAD=0 has not been
+#                           checked on an idle machine: compare 4-rank runs with ONECCL_ENV=CCL_YIELD=pause
 #   ONECCL_ENV: more VAR=value words for every oneCCL run (they come last, so they win)
 
 : "${ONECCL:=1}"
