@@ -125,11 +125,32 @@ constexpr std::array kOtherFamilies = {
                     buildCompressedReduceScatter),
 };
 
+// All-to-all over shared memory (algorithms/shm/direct_alltoall.cpp), listed once DirectCollectives dispatches it.
+constexpr const char* kShmAlltoAllSmall =
+    "one pass: every rank's blocks for its peers inline in its staging slot, copied out by their receivers";
+constexpr const char* kShmAlltoAllStaged = "blocks staged in rounds through the staging slots, one region per receiver";
+constexpr const char* kShmAlltoAllCma =
+    "one pass: every rank reads its blocks from the senders' buffers by CMA; ranks in separate processes";
+constexpr const char* kShmAlltoAllMapped = "one pass: every rank reads its blocks in place (threads of a process)";
+constexpr std::array kShmAlltoAll = {
+    shmEntry("shm_small", Collective::kAlltoAll, kShmAlltoAllSmall, shm::shmSmallApplies, shm::shmSmallCost),
+    shmEntry("shm_pipelined", Collective::kAlltoAll, kShmAlltoAllStaged, shm::shmPipelinedApplies, shm::shmChunkedCost),
+    shmEntry("shm_cma", Collective::kAlltoAll, kShmAlltoAllCma, shm::shmCmaApplies, shm::shmChunkedCost),
+    shmEntry("shm_mapped", Collective::kAlltoAll, kShmAlltoAllMapped, shm::shmMappedApplies, shm::shmChunkedCost),
+    shmEntry("shm_small", Collective::kAlltoAllv, kShmAlltoAllSmall, shm::shmSmallApplies, shm::shmSmallCost),
+    shmEntry("shm_pipelined", Collective::kAlltoAllv, kShmAlltoAllStaged, shm::shmPipelinedApplies,
+             shm::shmChunkedCost),
+    shmEntry("shm_cma", Collective::kAlltoAllv, kShmAlltoAllCma, shm::shmCmaApplies, shm::shmChunkedCost),
+    shmEntry("shm_mapped", Collective::kAlltoAllv, kShmAlltoAllMapped, shm::shmMappedApplies, shm::shmChunkedCost),
+};
+constexpr size_t kShmAlltoAllListed = shm::kAlltoAllDispatched ? kShmAlltoAll.size() : 0;
+
 constexpr auto kCatalogue = [] {
-  std::array<AlgorithmInfo, kAlgorithms.size() + kOtherFamilies.size()> all{};
+  std::array<AlgorithmInfo, kAlgorithms.size() + kOtherFamilies.size() + kShmAlltoAllListed> all{};
   size_t i = 0;
   for (const AlgorithmInfo& a : kAlgorithms) all[i++] = a;
   for (const AlgorithmInfo& a : kOtherFamilies) all[i++] = a;
+  for (size_t k = 0; k < kShmAlltoAllListed; ++k) all[i++] = kShmAlltoAll[k];
   return all;
 }();
 

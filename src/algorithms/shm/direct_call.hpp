@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "algorithms/collective.hpp"
+#include "algorithms/shm/shm_catalogue.hpp"
 #include "core/error.hpp"
 #include "transport/shm/flag_wait.hpp"
 #include "transport/shm/mesh.hpp"
@@ -55,6 +56,7 @@ struct DirectCall {
   std::vector<uint64_t> peerOutAddr;
   char* cmaBuf = nullptr;
   size_t cmaBytes = 0;
+  std::vector<char> inlineFrom;  // alltoall: per peer, whether its blocks came inline in its slot
 
   RankControl& ctrl(int p) const { return mesh->ctrl(p); }
   char* stage(int p, uint32_t chunk) const { return mesh->stage(p, chunk); }
@@ -128,5 +130,20 @@ void cmaAllGather(DirectCall& c);
 void pipelinedBroadcast(DirectCall& c);
 void cmaBroadcast(DirectCall& c);
 void pipelinedReduce(DirectCall& c);
+
+// All-to-all and alltoallv (direct_alltoall.cpp): one table exchange through the staging slots, then the blocks
+// inline from the slots, read in place or by CMA, or staged in rounds, as every rank's table decides alike. Uses
+// global chunks from chunkSeq on (advanced past them) and returns what ran: kSmall (every block inline), kCma or
+// kMapped (read from the senders' buffers by CMA or in place), kPipelined (staged).
+struct AlltoAllForms {
+  ShmAlgorithm forced = ShmAlgorithm::kNone;  // TERN_ALGO's entry: exactly that form, or an error on every rank
+  size_t inlineLimit = 0;                     // a rank sends inline when its blocks for peers take at most this
+  bool allowCma = true;
+  bool allowMapped = true;
+};
+ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t& chunkSeq);
+// Bytes a rank sends to its peers in an all-to-all(v), and what fits one staging slot beside the table.
+size_t alltoallPeerBytes(const CollArgs& a, int rank, int nranks);
+size_t alltoallInlineCapacity(int nranks);
 
 }  // namespace tern::shm

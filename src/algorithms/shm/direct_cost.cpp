@@ -14,6 +14,19 @@ double predictDirectSeconds(const CollArgs& a, int n, bool small, const planner:
   const double p = n;
   const double bytes = static_cast<double>(a.count) * static_cast<double>(dataTypeSize(a.dtype));
   if (a.coll == Collective::kBarrier) return cost.smallAlpha;
+  if (a.coll == Collective::kAlltoAll || a.coll == Collective::kAlltoAllv) {
+    // What a rank sends to its peers (alltoallv: this rank's sizes). Inline, it is copied into the slot and out of
+    // the peers' slots; otherwise moved once, as the other one-pass and chunked forms.
+    double peerBytes = (p - 1) * bytes;
+    if (a.coll == Collective::kAlltoAllv) {
+      peerBytes = 0;
+      for (size_t q = 1; q < a.sendCounts.size(); ++q) {
+        peerBytes += static_cast<double>(a.sendCounts[q]) * static_cast<double>(dataTypeSize(a.dtype));
+      }
+    }
+    if (small) return cost.smallAlpha + 2 * peerBytes / cost.smallBytesPerSecond;
+    return cost.pipelinedAlpha + peerBytes / cost.pipelinedBusBytesPerSecond;
+  }
   if (small) {
     // Bytes each rank folds or copies out of the small areas.
     double touched = a.coll == Collective::kReduceScatter || a.coll == Collective::kAllGather ? p * bytes : bytes;

@@ -13,6 +13,7 @@ namespace tern::shm {
 
 // Predicted seconds of a shared-memory algorithm for args on nranks ranks of this host (small: the one-phase one;
 // otherwise the chunked ones, CMA and mapped included: the staged model is the conservative one for all of them).
+// All-to-all: small is the inline form; the others move every block for a peer once.
 double predictDirectSeconds(const CollArgs& args, int nranks, bool small, const planner::ShmAlgorithmCost& cost);
 
 }  // namespace tern::shm

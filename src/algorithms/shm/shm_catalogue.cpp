@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/shm/direct_call.hpp"
 #include "algorithms/shm/direct_cost.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -32,6 +33,31 @@ bool refuse(std::string* why, std::string reason) {
 
 }  // namespace
 
+bool isAlltoAll(Collective c) { return c == Collective::kAlltoAll || c == Collective::kAlltoAllv; }
+
+namespace {
+
+bool alltoallApplies(const CollArgs& a, int nranks, std::string* why) {
+  if (!kAlltoAllDispatched) return refuse(why, format("it has no form for %s", collectiveName(a.coll)));
+  if (dataTypeSize(a.dtype) == 0) return refuse(why, "unknown datatype");
+  const size_t n = static_cast<size_t>(nranks);
+  if (a.coll == Collective::kAlltoAllv &&
+      (a.sendCounts.size() != n || a.recvCounts.size() != n || a.sendDispls.size() != n || a.recvDispls.size() != n)) {
+    return refuse(why, format("counts and displacements need %d entries each", nranks));
+  }
+  return true;
+}
+
+size_t extentBytes(const std::vector<size_t>& counts, const std::vector<size_t>& displs, size_t esize) {
+  size_t hi = 0;
+  for (size_t i = 0; i < counts.size() && i < displs.size(); ++i) {
+    if (counts[i] > 0) hi = std::max(hi, displs[i] + counts[i]);
+  }
+  return hi * esize;
+}
+
+}  // namespace
+
 const char* shmAlgorithmName(ShmAlgorithm a) {
   switch (a) {
     case ShmAlgorithm::kSmall:
@@ -56,11 +82,15 @@ ShmAlgorithm shmAlgorithmNamed(std::string_view name) {
 
 size_t shmInputBytes(const CollArgs& a, int n) {
   const size_t e = dataTypeSize(a.dtype);
+  if (a.coll == Collective::kAlltoAll) return a.count * e * static_cast<size_t>(n);
+  if (a.coll == Collective::kAlltoAllv) return extentBytes(a.sendCounts, a.sendDispls, e);
   return a.coll == Collective::kReduceScatter ? a.count * e * static_cast<size_t>(n) : a.count * e;
 }
 
 size_t shmOutputBytes(const CollArgs& a, int n) {
   const size_t e = dataTypeSize(a.dtype);
+  if (a.coll == Collective::kAlltoAll) return a.count * e * static_cast<size_t>(n);
+  if (a.coll == Collective::kAlltoAllv) return extentBytes(a.recvCounts, a.recvDispls, e);
   return a.coll == Collective::kAllGather ? a.count * e * static_cast<size_t>(n) : a.count * e;
 }
 
@@ -76,14 +106,32 @@ size_t shmSmallLimit(Collective c, int nranks) {
   }
 }
 
+size_t shmAlltoAllInlineLimit(int nranks) { return alltoallInlineCapacity(nranks); }
+
 ShmAlgorithm defaultShmAlgorithm(const CollArgs& a, int nranks) {
   if (a.coll == Collective::kBarrier) return ShmAlgorithm::kSmall;
+  if (isAlltoAll(a.coll)) {
+    if (!alltoallApplies(a, nranks, nullptr)) return ShmAlgorithm::kNone;
+    if (a.coll == Collective::kAlltoAllv) return ShmAlgorithm::kPipelined;
+    return alltoallPeerBytes(a, 0, nranks) <= shmAlltoAllInlineLimit(nranks) ? ShmAlgorithm::kSmall
+                                                                             : ShmAlgorithm::kPipelined;
+  }
   if (!isDirectDataCollective(a.coll) || dataTypeSize(a.dtype) == 0) return ShmAlgorithm::kNone;
   return shmInputBytes(a, nranks) <= shmSmallLimit(a.coll, nranks) ? ShmAlgorithm::kSmall : ShmAlgorithm::kPipelined;
 }
 
 bool shmSmallApplies(const CollArgs& a, int nranks, std::string* why) {
   if (a.coll == Collective::kBarrier) return true;
+  if (isAlltoAll(a.coll)) {
+    if (!alltoallApplies(a, nranks, why)) return false;
+    // Alltoallv: only this rank's sizes are known here; the run checks every rank's.
+    const size_t bytes = alltoallPeerBytes(a, 0, nranks);
+    if (a.coll == Collective::kAlltoAll && bytes > alltoallInlineCapacity(nranks)) {
+      return refuse(why, format("%zu bytes for peers per rank exceed a staging slot's %zu", bytes,
+                                alltoallInlineCapacity(nranks)));
+    }
+    return true;
+  }
   if (!isDirectDataCollective(a.coll)) return refuse(why, format("it has no form for %s", collectiveName(a.coll)));
   if (dataTypeSize(a.dtype) == 0) return refuse(why, "unknown datatype");
   const size_t bytes = shmInputBytes(a, nranks);
@@ -93,13 +141,18 @@ bool shmSmallApplies(const CollArgs& a, int nranks, std::string* why) {
   return true;
 }
 
-bool shmPipelinedApplies(const CollArgs& a, int, std::string* why) {
+bool shmPipelinedApplies(const CollArgs& a, int nranks, std::string* why) {
+  if (isAlltoAll(a.coll)) return alltoallApplies(a, nranks, why);
   if (!isDirectDataCollective(a.coll)) return refuse(why, format("it has no form for %s", collectiveName(a.coll)));
   if (dataTypeSize(a.dtype) == 0) return refuse(why, "unknown datatype");
   return true;
 }
 
 bool shmCmaApplies(const CollArgs& a, int nranks, std::string* why) {
+  if (isAlltoAll(a.coll)) {
+    if (nranks < 2) return refuse(why, "it needs two ranks");
+    return alltoallApplies(a, nranks, why);  // blocks are read one system call each, at any size
+  }
   if (a.coll != Collective::kAllReduce && a.coll != Collective::kAllGather && a.coll != Collective::kBroadcast) {
     return refuse(why, format("it has no form for %s", collectiveName(a.coll)));
   }
@@ -112,7 +165,8 @@ bool shmCmaApplies(const CollArgs& a, int nranks, std::string* why) {
   return true;
 }
 
-bool shmMappedApplies(const CollArgs& a, int, std::string* why) {
+bool shmMappedApplies(const CollArgs& a, int nranks, std::string* why) {
+  if (isAlltoAll(a.coll)) return alltoallApplies(a, nranks, why);
   if (a.coll != Collective::kAllReduce) return refuse(why, format("it has no form for %s", collectiveName(a.coll)));
   if (dataTypeSize(a.dtype) == 0) return refuse(why, "unknown datatype");
   return true;

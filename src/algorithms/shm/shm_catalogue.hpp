@@ -6,7 +6,9 @@
 //   shm_small     one phase through per-rank small areas (small calls and barriers);
 //   shm_pipelined chunked reduce-own-slice-then-gather through staging slots, or reading buffers in place;
 //   shm_cma       one pass reading peers' ordinary buffers by CMA (ranks in separate processes);
-//   shm_mapped    one pass over every rank's buffers addressed in place (allreduce).
+//   shm_mapped    one pass over every rank's buffers addressed in place (allreduce; all-to-all between threads).
+// All-to-all and alltoallv (direct_alltoall.cpp) have all four: blocks inline in the staging slots (small), staged in
+// rounds (pipelined), pulled from the senders' buffers by CMA or in place (mapped).
 #pragma once
 
 #include <cstddef>
@@ -23,6 +25,12 @@ namespace tern::shm {
 
 enum class ShmAlgorithm { kNone, kSmall, kPipelined, kCma, kMapped };
 
+// Whether DirectCollectives::run dispatches all-to-all(v) to directAlltoAll (algorithms/shm/direct_call.hpp).
+// Until it does, the catalogue has no all-to-all entries and the default leaves all-to-all to the schedules;
+// direct_collectives.cpp's owner turns it on with the dispatch (see the all-to-all commit's message).
+constexpr bool kAlltoAllDispatched = false;
+bool isAlltoAll(Collective c);
+
 const char* shmAlgorithmName(ShmAlgorithm a);           // "" for kNone
 ShmAlgorithm shmAlgorithmNamed(std::string_view name);  // kNone when name is no shared-memory algorithm
 
@@ -35,8 +43,16 @@ size_t shmOutputBytes(const CollArgs& a, int nranks);
 // for reductions the limit shrinks with n squared; gathers do the same copying either way, so theirs is fixed.
 size_t shmSmallLimit(Collective c, int nranks);
 
+// All-to-all: the most bytes a rank sends to its peers inline in its staging slot (beyond, they are read from its
+// buffer by CMA or in place, or staged in rounds). Two copies and one synchronisation beat a system call per peer
+// and an end barrier while the blocks stay in cache.
+size_t shmAlltoAllInlineLimit(int nranks);
+
 // The default for a call: kSmall up to shmSmallLimit, kPipelined beyond (DirectCollectives then takes the CMA or
-// mapped form where every rank's buffers allow it), kNone for collectives without a shared-memory form.
+// mapped form where every rank's buffers allow it), kNone for collectives without a shared-memory form. All-to-all:
+// kSmall when the blocks fit inline, else kPipelined (the run then reads by CMA or in place where it can);
+// alltoallv always kPipelined, since its sizes differ between ranks and every rank must take the same entry (the run
+// still sends inline the ranks whose blocks fit).
 ShmAlgorithm defaultShmAlgorithm(const CollArgs& a, int nranks);
 
 // Whether algorithm a can run args on nranks ranks of one host as far as the arguments tell; *why says why not.

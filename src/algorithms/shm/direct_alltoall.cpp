@@ -1,0 +1,257 @@
+// All-to-all and alltoallv over shared memory, in one pass instead of the pairwise schedule's n - 1 rounds through the
+// FIFO rings (MoE dispatch and combine exchange a few KB to a few hundred KB per peer, where every round's
+// synchronisation costs more than the copy).
+//
+// Round 0 (the staging slot of global chunk g0): every rank writes a table (for every peer: the bytes it sends
+// there, the bytes it expects from there, the address of the block it sends there) and, when every block it sends
+// to a peer fits the slot, those blocks themselves (inline). Every rank then reads every rank's table, so all of them
+// know every pair's sizes and capabilities and decide alike how the rest moves:
+//   - inline blocks are copied out of the sender's slot (two copies, one synchronisation; no end barrier, since a
+//     slot is reused only kStageSlots chunks later, after every rank has posted `done` for it);
+//   - otherwise, when every rank can read every peer (threads of one process read in place; processes by CMA),
+//     every rank pulls its blocks straight from the senders' buffers (one copy), then waits until every peer has
+//     finished reading its own;
+//   - otherwise the blocks go through the staging slots in rounds, each slot split into one region per receiver.
+// In place, a rank whose blocks are read from its buffer (or staged from it in rounds) copies them to private scratch
+// first, since it overwrites the buffer with what it receives while they are still needed. Its own block is copied
+// before any peer's, so inline blocks need no scratch.
+//
+// Sizes that disagree between a sender and its receiver are an error on every rank (every rank checks every pair
+// from the tables), not a hang or a short copy.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "algorithms/shm/direct_call.hpp"
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+
+namespace tern::shm {
+
+namespace {
+
+struct alignas(kLine) ExchangeHeader {
+  uint64_t argsKey;
+  uint32_t nranks;
+  uint32_t flags;
+};
+constexpr uint32_t kInline = 1;       // the blocks for peers follow the table, packed in peer order
+constexpr uint32_t kReadsAll = 2;     // this rank can read every peer's memory (same process, or CMA)
+constexpr uint32_t kSameProcess = 4;  // every peer shares this rank's address space
+
+struct ExchangeEntry {
+  uint64_t sendBytes;
+  uint64_t recvBytes;
+  uint64_t addr;  // in the sender's address space
+};
+
+size_t tableBytes(int n) { return alignUp(sizeof(ExchangeHeader) + sizeof(ExchangeEntry) * n, kLine); }
+
+const ExchangeHeader& headerOf(const DirectCall& c, int p, uint32_t g) {
+  return *reinterpret_cast<const ExchangeHeader*>(c.stage(p, g));
+}
+const ExchangeEntry* tableOf(const DirectCall& c, int p, uint32_t g) {
+  return reinterpret_cast<const ExchangeEntry*>(c.stage(p, g) + sizeof(ExchangeHeader));
+}
+
+size_t sendCount(const CollArgs& a, int q) { return a.coll == Collective::kAlltoAll ? a.count : a.sendCounts[q]; }
+size_t recvCount(const CollArgs& a, int q) { return a.coll == Collective::kAlltoAll ? a.count : a.recvCounts[q]; }
+size_t sendDispl(const CollArgs& a, int q) {
+  return a.coll == Collective::kAlltoAll ? a.count * static_cast<size_t>(q) : a.sendDispls[q];
+}
+size_t recvDispl(const CollArgs& a, int q) {
+  return a.coll == Collective::kAlltoAll ? a.count * static_cast<size_t>(q) : a.recvDispls[q];
+}
+
+// Private copy of an in-place caller's blocks, per thread (a rank runs its calls on one thread at a time).
+std::vector<char>& inPlaceScratch() {
+  thread_local std::vector<char> scratch;
+  return scratch;
+}
+
+[[noreturn]] void cannotRun(const DirectCall& c, ShmAlgorithm forced, const char* need) {
+  throwError(ternInvalidUsage, "rank %d: TERN_ALGO=%s cannot run this %s: %s", c.rank, shmAlgorithmName(forced), c.what,
+             need);
+}
+
+}  // namespace
+
+size_t alltoallPeerBytes(const CollArgs& a, int rank, int nranks) {
+  const size_t e = dataTypeSize(a.dtype);
+  size_t bytes = 0;
+  for (int q = 0; q < nranks; ++q) {
+    if (q != rank) bytes += sendCount(a, q) * e;
+  }
+  return bytes;
+}
+
+size_t alltoallInlineCapacity(int nranks) { return kStageSlotBytes - tableBytes(nranks); }
+
+ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t& chunkSeq) {
+  const CollArgs& a = *c.args;
+  const int n = c.n, me = c.rank;
+  const size_t e = c.esize;
+  if (a.coll == Collective::kAlltoAllv &&
+      (a.sendCounts.size() != static_cast<size_t>(n) || a.sendDispls.size() != static_cast<size_t>(n) ||
+       a.recvCounts.size() != static_cast<size_t>(n) || a.recvDispls.size() != static_cast<size_t>(n))) {
+    throwError(ternInvalidArgument, "rank %d: %s: counts and displacements need %d entries each", me, c.what, n);
+  }
+  if (a.coll == Collective::kAlltoAll && a.count == 0) return ShmAlgorithm::kSmall;  // the same on every rank
+  const ShmAlgorithm forced = forms.forced;
+  const uint32_t g0 = chunkSeq;
+
+  // This rank's table, its capabilities and, when they fit, its blocks for peers.
+  bool sameProcess = true, readsAll = true;
+  for (int q : c.mesh->localPeers()) {
+    sameProcess = sameProcess && c.mesh->peer(q).sameProcess;
+    readsAll = readsAll && (c.mesh->peer(q).sameProcess || c.mesh->peer(q).cmaFrom);
+  }
+  const size_t peerBytes = alltoallPeerBytes(a, me, n);
+  const bool inlineMine =
+      (forced == ShmAlgorithm::kNone ? forms.inlineLimit >= peerBytes : forced == ShmAlgorithm::kSmall) &&
+      peerBytes <= alltoallInlineCapacity(n);
+  // In place, blocks that peers read from this rank's buffer go to private scratch first.
+  const char* src = c.in;
+  size_t srcBase = 0;  // element offset of src within the caller's input
+  if (!inlineMine && (c.in == c.out || a.inPlace)) {
+    size_t lo = SIZE_MAX, hi = 0;
+    for (int q = 0; q < n; ++q) {
+      if (sendCount(a, q) == 0) continue;
+      lo = std::min(lo, sendDispl(a, q));
+      hi = std::max(hi, sendDispl(a, q) + sendCount(a, q));
+    }
+    if (lo < hi) {
+      std::vector<char>& scratch = inPlaceScratch();
+      if (scratch.size() < (hi - lo) * e) scratch.resize((hi - lo) * e);
+      std::memcpy(scratch.data(), c.in + lo * e, (hi - lo) * e);
+      src = scratch.data();
+      srcBase = lo;
+    }
+  }
+  auto blockFor = [&](int q) { return src + (sendDispl(a, q) - srcBase) * e; };
+
+  c.acquireSlot(g0);
+  char* slot = c.stage(me, g0);
+  auto* header = reinterpret_cast<ExchangeHeader*>(slot);
+  auto* table = reinterpret_cast<ExchangeEntry*>(slot + sizeof(ExchangeHeader));
+  header->argsKey = argsKey(a);
+  header->nranks = static_cast<uint32_t>(n);
+  header->flags = (inlineMine ? kInline : 0) | (readsAll ? kReadsAll : 0) | (sameProcess ? kSameProcess : 0);
+  char* packed = slot + tableBytes(n);
+  for (int q = 0; q < n; ++q) {
+    const size_t bytes = sendCount(a, q) * e;
+    table[q] = ExchangeEntry{bytes, recvCount(a, q) * e, reinterpret_cast<uint64_t>(blockFor(q))};
+    if (inlineMine && q != me && bytes > 0) {
+      std::memcpy(packed, blockFor(q), bytes);
+      packed += bytes;
+    }
+  }
+  c.post(&RankControl::in, g0 + 1);
+  c.waitAllPeers(&RankControl::in, g0 + 1, "alltoall table");
+
+  // Every rank checks every pair and decides from the same tables, so all of them fail or proceed alike.
+  bool allInline = true, allRead = true, allSameProcess = true;
+  std::vector<char>& inlined = c.inlineFrom;  // kept: peers may reuse their slot g0 once every rank posted done g0 + 1
+  inlined.assign(n, 0);
+  size_t stagedMax = 0;  // largest block that no receiver finds inline
+  for (int p = 0; p < n; ++p) {
+    const ExchangeHeader& h = headerOf(c, p, g0);
+    if (h.argsKey != header->argsKey || h.nranks != header->nranks) {
+      throwError(ternInvalidUsage,
+                 "rank %d: %s arguments differ from rank %d's (datatype and count must agree on every rank)", me,
+                 c.what, p);
+    }
+    inlined[p] = (h.flags & kInline) != 0 ? 1 : 0;
+    allInline = allInline && inlined[p] != 0;
+    allRead = allRead && (h.flags & kReadsAll) != 0;
+    allSameProcess = allSameProcess && (h.flags & kSameProcess) != 0;
+    const ExchangeEntry* t = tableOf(c, p, g0);
+    for (int q = 0; q < n; ++q) {
+      const uint64_t expected = tableOf(c, q, g0)[p].recvBytes;
+      if (t[q].sendBytes != expected) {
+        throwError(ternInvalidUsage, "rank %d: %s: rank %d sends %llu bytes to rank %d, which expects %llu", me, c.what,
+                   p, static_cast<unsigned long long>(t[q].sendBytes), q, static_cast<unsigned long long>(expected));
+      }
+      if ((h.flags & kInline) == 0 && q != p) stagedMax = std::max<size_t>(stagedMax, t[q].sendBytes);
+    }
+  }
+  if (forced == ShmAlgorithm::kSmall && !allInline) {
+    cannotRun(c, forced, "every rank's blocks for its peers must fit one staging slot");
+  }
+  const bool onePassForm = allSameProcess ? forms.allowMapped : forms.allowCma;
+  bool onePass = !allInline && allRead && onePassForm && forced != ShmAlgorithm::kPipelined;
+  if (forced == ShmAlgorithm::kCma && (!onePass || allSameProcess)) {
+    cannotRun(c, forced, "it needs every rank in its own process, allowed to read its peers by CMA (ptrace scope)");
+  }
+  if (forced == ShmAlgorithm::kMapped && (!onePass || !allSameProcess)) {
+    cannotRun(c, forced, "every rank must address every rank's buffers (ranks that are threads of one process)");
+  }
+  const size_t piece = std::max<size_t>(kLine, kStageSlotBytes / static_cast<size_t>(n) / kLine * kLine);
+  const uint32_t rounds = allInline || onePass ? 0 : static_cast<uint32_t>((stagedMax + piece - 1) / piece);
+
+  // Own block, then every peer's: inline from its slot, or read in place / by CMA.
+  const size_t ownBytes = sendCount(a, me) * e;
+  if (ownBytes > 0 && c.out + recvDispl(a, me) * e != blockFor(me)) {
+    std::memmove(c.out + recvDispl(a, me) * e, blockFor(me), ownBytes);
+  }
+  for (int i = 1; i < n; ++i) {
+    const int p = (me + i) % n;
+    const ExchangeEntry* t = tableOf(c, p, g0);
+    const size_t bytes = t[me].sendBytes;
+    char* dst = c.out + recvDispl(a, p) * e;
+    if (inlined[p] != 0) {
+      size_t offset = tableBytes(n);
+      for (int q = 0; q < me; ++q) {
+        if (q != p) offset += t[q].sendBytes;
+      }
+      if (bytes > 0) std::memcpy(dst, c.stage(p, g0) + offset, bytes);
+    } else if (onePass && bytes > 0) {
+      if (c.mesh->peer(p).sameProcess) {
+        std::memcpy(dst, reinterpret_cast<const char*>(t[me].addr), bytes);
+      } else {
+        c.cmaReadPeer(p, dst, t[me].addr, bytes, "alltoall input");
+      }
+    }
+  }
+  c.post(&RankControl::done, g0 + 1);
+
+  // Blocks that go through the staging slots: round k carries bytes [k * piece, (k + 1) * piece) of every block.
+  const bool stageMine = !inlineMine;
+  for (uint32_t k = 0; k < rounds; ++k) {
+    const uint32_t g = g0 + 1 + k;
+    const size_t begin = static_cast<size_t>(k) * piece;
+    if (stageMine) {
+      c.acquireSlot(g);
+      char* region = c.stage(me, g);
+      for (int q = 0; q < n; ++q) {
+        const size_t bytes = sendCount(a, q) * e;
+        if (q != me && begin < bytes) {
+          std::memcpy(region + static_cast<size_t>(q) * piece, blockFor(q) + begin, std::min(piece, bytes - begin));
+        }
+      }
+    }
+    c.post(&RankControl::in, g + 1);
+    for (int i = 1; i < n; ++i) {
+      const int p = (me + i) % n;
+      if (inlined[p] != 0) continue;
+      const size_t bytes = recvCount(a, p) * e;  // checked equal to what p sends
+      if (begin >= bytes) continue;
+      c.wait(p, &RankControl::in, g + 1, "alltoall staged block");
+      std::memcpy(c.out + recvDispl(a, p) * e + begin, c.stage(p, g) + static_cast<size_t>(me) * piece,
+                  std::min(piece, bytes - begin));
+    }
+    c.post(&RankControl::done, g + 1);
+  }
+  chunkSeq = g0 + 1 + rounds;
+  c.chunkBase = g0;
+  c.chunks = 1 + rounds;
+
+  if (onePass) {
+    // Peers read this rank's buffer (or scratch) until they post `done`.
+    c.waitAllPeers(&RankControl::done, g0 + 1, "end of the alltoall");
+    return allSameProcess ? ShmAlgorithm::kMapped : ShmAlgorithm::kCma;
+  }
+  return allInline ? ShmAlgorithm::kSmall : ShmAlgorithm::kPipelined;
+}
+
+}  // namespace tern::shm

@@ -1,0 +1,471 @@
+// All-to-all and alltoallv over shared memory (src/algorithms/shm/direct_alltoall.cpp), with ranks as threads over
+// TCP loopback (one host, so every call takes the shared-memory path) and, for CMA, as two processes.
+//
+// Every rank's output is compared bit for bit with blocks built by the independent reference
+// (tests/common/reference.hpp: makeBuffer of values that every datatype holds exactly), and the bytes outside the
+// received blocks must be untouched. Cases: 1..8 ranks, every datatype, 0, 1, 7, 1023 elements per peer (and
+// 2^20 + 3 on 2 and 3 ranks), in and out of place, MoE-shaped uneven alltoallv splits with zero-length blocks and
+// displacements out of peer order, with peers read in place and with everything staged. The run counters say which
+// form ran; TERN_ALGO forces each entry by name in a child process (the knobs are read once per process), and a
+// forced form that cannot run, or counts that disagree between ranks, fail on every rank naming why.
+//
+// Until DirectCollectives dispatches all-to-all (shm::kAlltoAllDispatched), the cases that need the shared-memory
+// form skip; the results are checked either way.
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.hpp"
+#include "algorithms/shm/direct_collectives.hpp"
+#include "algorithms/shm/shm_catalogue.hpp"
+#include "common/reference.hpp"
+#include "planner/cost_params.hpp"
+#include "rank_threads.hpp"
+#include "tern/tern_ext.h"
+
+extern char** environ;
+
+namespace tern {
+namespace {
+
+using shm::ShmAlgorithm;
+using shm::ZeroCopyMode;
+using testing::runOnRanks;
+using testing::Wire;
+
+constexpr int kSkipExit = 77;
+constexpr size_t kLarge = (size_t{1} << 20) + 3;
+
+uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+// Element i of the block sender sends to receiver: an integer every datatype holds exactly (bf16: up to 256).
+double value(int sender, int receiver, size_t i, ternDataType_t t) {
+  const uint64_t h = mix((static_cast<uint64_t>(sender) << 48) ^ (static_cast<uint64_t>(receiver) << 32) ^ i);
+  const double v = static_cast<double>(h % 97);
+  return ref::isSigned(t) ? v - 48 : v;
+}
+
+// One rank's side of an alltoallv (alltoall: equal counts, packed in peer order).
+struct Layout {
+  std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+  size_t sendExtent = 0, recvExtent = 0;  // elements
+};
+
+// MoE-shaped splits: from sender s to receiver d, 0 (about a fifth of the pairs), or 1..5 units of `unit` elements,
+// plus a ragged tail. Blocks are laid out in descending peer order with a 3-element gap between them.
+size_t unevenCount(int s, int d, size_t unit) {
+  const uint64_t h = mix(static_cast<uint64_t>(s) * 131 + static_cast<uint64_t>(d));
+  if (h % 5 == 0) return 0;
+  return unit * (1 + h % 5) + (h >> 8) % 3;
+}
+
+Layout layoutFor(int r, int n, bool uneven, size_t count) {
+  Layout l;
+  l.sendCounts.resize(n);
+  l.sendDispls.resize(n);
+  l.recvCounts.resize(n);
+  l.recvDispls.resize(n);
+  size_t s = 0, d = 0;
+  for (int k = 0; k < n; ++k) {
+    const int q = uneven ? n - 1 - k : k;
+    l.sendCounts[q] = uneven ? unevenCount(r, q, count) : count;
+    l.recvCounts[q] = uneven ? unevenCount(q, r, count) : count;
+    l.sendDispls[q] = s;
+    l.recvDispls[q] = d;
+    s += l.sendCounts[q] + (uneven ? 3 : 0);
+    d += l.recvCounts[q] + (uneven ? 3 : 0);
+  }
+  l.sendExtent = s;
+  l.recvExtent = d;
+  return l;
+}
+
+constexpr unsigned char kUntouched = 0x5a;
+
+// Runs one alltoall (uneven: alltoallv) on this rank and checks its output against the reference blocks.
+ternResult_t runAndCheck(ternComm_t comm, int r, int n, ternDataType_t t, size_t count, bool uneven, bool inPlace) {
+  const size_t e = ref::elementSize(t);
+  const Layout l = layoutFor(r, n, uneven, count);
+  const size_t bufElems = std::max(l.sendExtent, l.recvExtent);
+  std::vector<char> send(std::max<size_t>(1, l.sendExtent * e), static_cast<char>(kUntouched));
+  for (int q = 0; q < n; ++q) {
+    const std::vector<char> block = ref::makeBuffer(l.sendCounts[q], t, [&](size_t i) { return value(r, q, i, t); });
+    if (!block.empty()) std::memcpy(send.data() + l.sendDispls[q] * e, block.data(), block.size());
+  }
+  std::vector<char> recv(std::max<size_t>(1, bufElems * e), static_cast<char>(kUntouched));
+  char* out = recv.data();
+  const char* in = send.data();
+  if (inPlace) {
+    std::memcpy(out, send.data(), l.sendExtent * e);
+    in = out;
+  }
+  ternResult_t res;
+  if (uneven) {
+    res = ternAlltoAllv(in, l.sendCounts.data(), l.sendDispls.data(), out, l.recvCounts.data(), l.recvDispls.data(), t,
+                        comm);
+  } else {
+    res = ternAlltoAll(in, out, count, t, comm);
+  }
+  if (res != ternSuccess) return res;
+  std::vector<char> want(recv.size(), static_cast<char>(kUntouched));
+  if (inPlace) std::memcpy(want.data(), send.data(), l.sendExtent * e);  // gaps keep what the caller left there
+  for (int p = 0; p < n; ++p) {
+    const std::vector<char> block = ref::makeBuffer(l.recvCounts[p], t, [&](size_t i) { return value(p, r, i, t); });
+    if (!block.empty()) std::memcpy(want.data() + l.recvDispls[p] * e, block.data(), block.size());
+  }
+  const bool same = std::memcmp(recv.data(), want.data(), recv.size()) == 0;
+  EXPECT_TRUE(same) << (uneven ? "alltoallv" : "alltoall") << " rank " << r << " of " << n << " dtype " << t
+                    << " count " << count << (inPlace ? " in place" : "") << " differs from the reference";
+  return res;
+}
+
+const std::vector<ternDataType_t>& allTypes() {
+  static const std::vector<ternDataType_t> types = [] {
+    std::vector<ternDataType_t> v;
+    for (int t = 0; t < ternNumTypes; ++t) v.push_back(static_cast<ternDataType_t>(t));
+    return v;
+  }();
+  return types;
+}
+
+class ZeroCopy {
+ public:
+  explicit ZeroCopy(ZeroCopyMode m) { shm::setZeroCopyModeForTesting(m); }
+  ~ZeroCopy() { shm::setZeroCopyModeForTesting(ZeroCopyMode::kAuto); }
+};
+
+uint64_t runs(ShmAlgorithm a) { return shm::runsForTesting(a); }
+
+// ---------------------------------------------------------------------------------------------------------------
+
+TEST(ShmAlltoAll, EveryRankCountDtypeAndLayoutMatchesTheReference) {
+  shm::countRunsForTesting(true);
+  for (ZeroCopyMode mode : {ZeroCopyMode::kAuto, ZeroCopyMode::kStagedOnly}) {
+    ZeroCopy zc(mode);
+    for (int n = 1; n <= 8; ++n) {
+      runOnRanks(n, Wire::kTcp, [&](ternComm_t comm, int r) {
+        for (ternDataType_t t : allTypes()) {
+          for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}}) {
+            for (bool uneven : {false, true}) {
+              for (bool inPlace : {false, true}) {
+                ASSERT_EQ(runAndCheck(comm, r, n, t, count, uneven, inPlace), ternSuccess) << ternGetLastError(comm);
+              }
+            }
+          }
+        }
+      });
+    }
+  }
+  shm::countRunsForTesting(false);
+}
+
+TEST(ShmAlltoAll, LargeBlocksMatchTheReference) {
+  shm::countRunsForTesting(true);
+  for (ZeroCopyMode mode : {ZeroCopyMode::kAuto, ZeroCopyMode::kStagedOnly}) {
+    ZeroCopy zc(mode);
+    for (int n : {2, 3}) {
+      const uint64_t mapped = runs(ShmAlgorithm::kMapped), staged = runs(ShmAlgorithm::kPipelined);
+      runOnRanks(n, Wire::kTcp, [&](ternComm_t comm, int r) {
+        for (ternDataType_t t : {ternUint8, ternBfloat16, ternFloat32, ternFloat64}) {
+          for (bool inPlace : {false, true}) {
+            ASSERT_EQ(runAndCheck(comm, r, n, t, kLarge, false, inPlace), ternSuccess) << ternGetLastError(comm);
+          }
+        }
+        // MoE: blocks of 0 to ~5 x 100000 elements, so some ranks send inline and others not.
+        for (bool inPlace : {false, true}) {
+          ASSERT_EQ(runAndCheck(comm, r, n, ternFloat32, 100000, true, inPlace), ternSuccess) << ternGetLastError(comm);
+        }
+      });
+      if (shm::kAlltoAllDispatched) {
+        // Blocks this large do not fit a staging slot: read in place between threads, or staged in rounds.
+        const ShmAlgorithm expect = mode == ZeroCopyMode::kAuto ? ShmAlgorithm::kMapped : ShmAlgorithm::kPipelined;
+        EXPECT_GE(runs(expect) - (expect == ShmAlgorithm::kMapped ? mapped : staged), 8u * n)
+            << "ranks " << n << " ran " << shm::shmAlgorithmName(expect) << " too rarely";
+      }
+    }
+  }
+  shm::countRunsForTesting(false);
+}
+
+TEST(ShmAlltoAll, SmallBlocksRunInlineInOnePass) {
+  if (!shm::kAlltoAllDispatched) GTEST_SKIP() << "DirectCollectives does not dispatch all-to-all yet";
+  shm::countRunsForTesting(true);
+  const uint64_t before = runs(ShmAlgorithm::kSmall);
+  runOnRanks(3, Wire::kTcp, [&](ternComm_t comm, int r) {
+    char name[64] = "";
+    double us = -1;
+    ASSERT_EQ(ternQueryAlgorithm(comm, "alltoall", 1023, ternFloat32, name, sizeof(name), &us), ternSuccess);
+    EXPECT_STREQ(name, "shm_small");
+    EXPECT_GT(us, 0);
+    ASSERT_EQ(ternQueryAlgorithm(comm, "alltoall", kLarge, ternFloat32, name, sizeof(name), &us), ternSuccess);
+    EXPECT_STREQ(name, "shm_mapped");  // threads of one process read each other in place
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(runAndCheck(comm, r, 3, ternFloat32, 1023, false, false), ternSuccess);
+  });
+  EXPECT_EQ(runs(ShmAlgorithm::kSmall) - before, 12u);
+  shm::countRunsForTesting(false);
+}
+
+TEST(ShmAlltoAll, CountsThatDisagreeFailOnEveryRank) {
+  if (!shm::kAlltoAllDispatched) GTEST_SKIP() << "DirectCollectives does not dispatch all-to-all yet";
+  runOnRanks(3, Wire::kTcp, [&](ternComm_t comm, int r) {
+    std::vector<size_t> sc(3, 4), sd = {0, 4, 8}, rc(3, 4), rd = {0, 4, 8};
+    if (r == 1) rc[2] = 5;  // rank 2 sends 4 elements to rank 1, which expects 5
+    std::vector<float> in(12, 1.0f), out(16, 0.0f);
+    EXPECT_EQ(ternAlltoAllv(in.data(), sc.data(), sd.data(), out.data(), rc.data(), rd.data(), ternFloat32, comm),
+              ternInvalidUsage);
+    EXPECT_NE(std::strstr(ternGetLastError(comm), "rank 2 sends 16 bytes to rank 1, which expects 20"), nullptr)
+        << "rank " << r << ": " << ternGetLastError(comm);
+  });
+}
+
+TEST(ShmAlltoAll, CatalogueEntriesArePricedByTheOneModel) {
+  if (!shm::kAlltoAllDispatched) {
+    EXPECT_EQ(findEntry(Collective::kAlltoAll, "shm_cma"), nullptr);
+    GTEST_SKIP() << "DirectCollectives does not dispatch all-to-all yet";
+  }
+  const planner::CostParams params;
+  for (Collective c : {Collective::kAlltoAll, Collective::kAlltoAllv}) {
+    for (const char* name : {"shm_small", "shm_pipelined", "shm_cma", "shm_mapped"}) {
+      const AlgorithmInfo* a = findEntry(c, name);
+      ASSERT_NE(a, nullptr) << collectiveName(c) << " " << name;
+      EXPECT_EQ(a->family, AlgorithmFamily::kSharedMemory);
+      CollArgs args;
+      args.coll = c;
+      args.count = 1024;
+      if (c == Collective::kAlltoAllv) {
+        args.sendCounts = args.recvCounts = {1024, 0, 2048, 1};
+        args.sendDispls = args.recvDispls = {0, 1024, 1024, 3072};
+      }
+      std::string why;
+      ASSERT_TRUE(a->applies(args, 4, &why)) << name << ": " << why;
+      EXPECT_GT(a->cost(args, 4, params), 0) << name;
+    }
+  }
+  // The default: inline while a rank's blocks for its peers fit a staging slot, then the one-pass forms; alltoallv
+  // takes one entry on every rank whatever its own sizes.
+  CollArgs small;
+  small.coll = Collective::kAlltoAll;
+  small.count = 1024;
+  EXPECT_EQ(shm::defaultShmAlgorithm(small, 4), ShmAlgorithm::kSmall);
+  CollArgs large = small;
+  large.count = kLarge;
+  EXPECT_EQ(shm::defaultShmAlgorithm(large, 4), ShmAlgorithm::kPipelined);
+  std::string why;
+  EXPECT_FALSE(shm::shmSmallApplies(large, 4, &why));
+  EXPECT_NE(why.find("staging slot"), std::string::npos) << why;
+  EXPECT_LT(shm::shmSeconds(ShmAlgorithm::kSmall, small, 4, params),
+            shm::shmSeconds(ShmAlgorithm::kCma, small, 4, params));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// TERN_ALGO: each entry forced in a child process.
+
+bool inChild() { return std::getenv("SHM_ALLTOALL_TEST_CHILD") != nullptr; }
+
+pid_t spawnChild(const std::string& test, const std::vector<std::string>& extraEnv) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "TERN_", 5) != 0 || std::strncmp(*e, "TERN_SOCKET_IFNAME=", 19) == 0) env.emplace_back(*e);
+  }
+  env.insert(env.end(), extraEnv.begin(), extraEnv.end());
+  env.emplace_back("SHM_ALLTOALL_TEST_CHILD=1");
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe", filter = "--gtest_filter=ShmAlltoAllChild." + test,
+              disabled = "--gtest_also_run_disabled_tests";
+  char* argv[] = {exe.data(), filter.data(), disabled.data(), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv, envp.data()) != 0) return -1;
+  return pid;
+}
+
+int waitChild(pid_t pid) {
+  if (pid <= 0) return -1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Counts the forced form must run at: small ones, and for the others blocks beyond a staging slot.
+std::vector<size_t> forcedCounts(ShmAlgorithm a) {
+  if (a == ShmAlgorithm::kSmall) return {7, 30000};
+  return {7, 70000};
+}
+
+// Runs alltoall and alltoallv at the forced form's counts; returns the calls made.
+uint64_t runForced(ternComm_t comm, int r, int n, ShmAlgorithm forced) {
+  uint64_t calls = 0;
+  for (size_t count : forcedCounts(forced)) {
+    char name[64] = "";
+    double us = -1;
+    EXPECT_EQ(ternQueryAlgorithm(comm, "alltoall", count, ternFloat32, name, sizeof(name), &us), ternSuccess);
+    EXPECT_STREQ(name, shm::shmAlgorithmName(forced)) << "count " << count;
+    for (bool uneven : {false, true}) {
+      for (bool inPlace : {false, true}) {
+        // Forced inline, the uneven splits must fit a slot too: units of a tenth.
+        const size_t c = uneven && forced == ShmAlgorithm::kSmall ? count / 10 : count;
+        EXPECT_EQ(runAndCheck(comm, r, n, ternFloat32, c, uneven, inPlace), ternSuccess) << ternGetLastError(comm);
+        ++calls;
+      }
+    }
+  }
+  return calls;
+}
+
+void expectOnly(ShmAlgorithm forced, uint64_t calls) {
+  for (ShmAlgorithm a : {ShmAlgorithm::kSmall, ShmAlgorithm::kPipelined, ShmAlgorithm::kCma, ShmAlgorithm::kMapped}) {
+    EXPECT_EQ(runs(a), a == forced ? calls : 0) << shm::shmAlgorithmName(a) << " with " << std::getenv("TERN_ALGO");
+  }
+}
+
+TEST(ShmAlltoAllChild, DISABLED_ThreadRanksRunTheForcedForm) {
+  ASSERT_TRUE(inChild());
+  const ShmAlgorithm forced = shm::shmAlgorithmNamed(std::getenv("SHM_ALLTOALL_TEST_FORCED"));
+  shm::countRunsForTesting(true);
+  uint64_t calls = 0;
+  runOnRanks(2, Wire::kTcp, [&](ternComm_t comm, int r) {
+    const uint64_t c = runForced(comm, r, 2, forced);
+    if (r == 0) calls = c;
+  });
+  expectOnly(forced, 2 * calls);
+}
+
+TEST(ShmAlltoAllChild, DISABLED_ProcessRankRunsTheForcedForm) {
+  ASSERT_TRUE(inChild());
+  const char* forcedName = std::getenv("SHM_ALLTOALL_TEST_FORCED");
+  const ShmAlgorithm forced = shm::shmAlgorithmNamed(forcedName != nullptr ? forcedName : "");
+  const int rank = std::atoi(std::getenv("SHM_ALLTOALL_TEST_RANK"));
+  ternUniqueId id;
+  const std::string hex = std::getenv("SHM_ALLTOALL_TEST_ID");
+  ASSERT_EQ(hex.size(), 2 * sizeof(id.internal));
+  for (size_t i = 0; i < sizeof(id.internal); ++i) {
+    id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  }
+  ternConfig_t config = TERN_CONFIG_INITIALIZER;
+  config.timeoutMs = 30000;
+  ternComm_t comm = nullptr;
+  ASSERT_EQ(ternCommInitRankConfig(&comm, 2, id, rank, &config), ternSuccess) << ternGetLastError(nullptr);
+  shm::countRunsForTesting(true);
+  if (forced == ShmAlgorithm::kNone) {
+    // The default between processes: inline for small blocks, CMA beyond a slot where the host allows it.
+    ASSERT_EQ(runAndCheck(comm, rank, 2, ternFloat32, 1023, false, false), ternSuccess) << ternGetLastError(comm);
+    EXPECT_EQ(runs(ShmAlgorithm::kSmall), 1u);
+    for (bool inPlace : {false, true}) {
+      ASSERT_EQ(runAndCheck(comm, rank, 2, ternFloat32, kLarge, false, inPlace), ternSuccess) << ternGetLastError(comm);
+      ASSERT_EQ(runAndCheck(comm, rank, 2, ternFloat32, 100000, true, inPlace), ternSuccess) << ternGetLastError(comm);
+    }
+    if (runs(ShmAlgorithm::kCma) == 0) {
+      EXPECT_EQ(runs(ShmAlgorithm::kPipelined), 4u);
+      std::fprintf(stderr, "CMA unavailable between the ranks: the staged form ran\n");
+      ternCommDestroy(comm);
+      std::_Exit(kSkipExit);
+    }
+    EXPECT_EQ(runs(ShmAlgorithm::kCma), 4u);
+    ternCommDestroy(comm);
+    return;
+  }
+  std::vector<float> probe(2 * 70000, 1.0f), out(2 * 70000);
+  if (ternAlltoAll(probe.data(), out.data(), 70000, ternFloat32, comm) == ternInvalidUsage &&
+      std::strstr(ternGetLastError(comm), "TERN_ALGO=shm_cma cannot run") != nullptr) {
+    std::fprintf(stderr, "CMA unavailable between the ranks: %s\n", ternGetLastError(comm));
+    ternCommDestroy(comm);
+    std::_Exit(kSkipExit);
+  }
+  const uint64_t calls = runForced(comm, rank, 2, forced);
+  expectOnly(forced, calls + 1);
+  ternCommDestroy(comm);
+}
+
+TEST(ShmAlltoAllChild, DISABLED_ForcedFormThatCannotRunFails) {
+  ASSERT_TRUE(inChild());
+  const std::string expect = std::getenv("SHM_ALLTOALL_TEST_EXPECT");
+  const size_t count = std::strtoull(std::getenv("SHM_ALLTOALL_TEST_COUNT"), nullptr, 10);
+  const bool uneven = std::getenv("SHM_ALLTOALL_TEST_UNEVEN") != nullptr;
+  if (std::getenv("SHM_ALLTOALL_TEST_STAGED") != nullptr) shm::setZeroCopyModeForTesting(ZeroCopyMode::kStagedOnly);
+  runOnRanks(2, Wire::kTcp, [&](ternComm_t comm, int r) {
+    EXPECT_EQ(runAndCheck(comm, r, 2, ternFloat32, count, uneven, false), ternInvalidUsage);
+    EXPECT_NE(std::strstr(ternGetLastError(comm), expect.c_str()), nullptr)
+        << "rank " << r << ": " << ternGetLastError(comm);
+  });
+}
+
+TEST(ShmAlltoAll, ThreadRanksRunEachForcedForm) {
+  if (!shm::kAlltoAllDispatched) GTEST_SKIP() << "DirectCollectives does not dispatch all-to-all yet";
+  for (const char* name : {"shm_small", "shm_pipelined", "shm_mapped"}) {
+    const std::string algo = std::string("alltoall:") + name + ";alltoallv:" + name;
+    EXPECT_EQ(waitChild(spawnChild("DISABLED_ThreadRanksRunTheForcedForm",
+                                   {"TERN_ALGO=" + algo, std::string("SHM_ALLTOALL_TEST_FORCED=") + name})),
+              0)
+        << name;
+  }
+}
+
+std::vector<int> runProcessPair(const std::vector<std::string>& env) {
+  ternUniqueId id;
+  EXPECT_EQ(ternGetUniqueId(&id), ternSuccess);
+  std::string hex;
+  for (char ch : id.internal) {
+    char two[3];
+    std::snprintf(two, sizeof(two), "%02x", static_cast<unsigned char>(ch));
+    hex += two;
+  }
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> e = env;
+    e.push_back("SHM_ALLTOALL_TEST_RANK=" + std::to_string(r));
+    e.push_back("SHM_ALLTOALL_TEST_ID=" + hex);
+    pids.push_back(spawnChild("DISABLED_ProcessRankRunsTheForcedForm", e));
+  }
+  std::vector<int> codes;
+  for (pid_t p : pids) codes.push_back(waitChild(p));
+  return codes;
+}
+
+TEST(ShmAlltoAll, ProcessRanksReadByCma) {
+  if (!shm::kAlltoAllDispatched) GTEST_SKIP() << "DirectCollectives does not dispatch all-to-all yet";
+  for (const bool forced : {false, true}) {
+    std::vector<std::string> env;
+    if (forced) env = {"TERN_ALGO=alltoall:shm_cma;alltoallv:shm_cma", "SHM_ALLTOALL_TEST_FORCED=shm_cma"};
+    const std::vector<int> codes = runProcessPair(env);
+    if (codes[0] == kSkipExit && codes[1] == kSkipExit) GTEST_SKIP() << "CMA between processes refused on this host";
+    EXPECT_EQ(codes[0], 0) << (forced ? "forced" : "default");
+    EXPECT_EQ(codes[1], 0) << (forced ? "forced" : "default");
+  }
+}
+
+TEST(ShmAlltoAll, ForcedFormsThatCannotRunFailNamingWhy) {
+  if (!shm::kAlltoAllDispatched) GTEST_SKIP() << "DirectCollectives does not dispatch all-to-all yet";
+  struct Case {
+    std::vector<std::string> env;
+    size_t count;
+    const char* expect;
+  };
+  const std::vector<Case> cases = {
+      {{"TERN_ALGO=alltoall:shm_cma"}, 70000, "TERN_ALGO=shm_cma cannot run"},  // threads: no CMA
+      {{"TERN_ALGO=alltoall:shm_mapped", "SHM_ALLTOALL_TEST_STAGED=1"}, 70000, "TERN_ALGO=shm_mapped cannot run"},
+      {{"TERN_ALGO=alltoall:shm_small"}, 70000, "exceed a staging slot"},
+      // Alltoallv: only the run sees every rank's sizes, and fails on every rank.
+      {{"TERN_ALGO=alltoallv:shm_small", "SHM_ALLTOALL_TEST_UNEVEN=1"}, 70000, "TERN_ALGO=shm_small cannot run"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> env = c.env;
+    env.push_back("SHM_ALLTOALL_TEST_COUNT=" + std::to_string(c.count));
+    env.push_back(std::string("SHM_ALLTOALL_TEST_EXPECT=") + c.expect);
+    EXPECT_EQ(waitChild(spawnChild("DISABLED_ForcedFormThatCannotRunFails", env)), 0) << c.env[0];
+  }
+}
+
+}  // namespace
+}  // namespace tern
