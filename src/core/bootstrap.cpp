@@ -428,7 +428,9 @@ LibraryRoots& libraryRoots() {
 }  // namespace
 
 void startBootstrapRoot(Fd listener, const Secret& secret, int expectedRanks, int timeoutSec) {
-  // First used after the knobs its servers read (the caller read TERN_TIMEOUT), so destroyed, stopping them, first.
+  // Built after the knobs and the log its servers use (the caller read TERN_TIMEOUT; the log's settings are read
+  // here), so destroyed first at exit, stopping the servers while those are still there.
+  (void)logEnabled(LogLevel::kTrace, Subsys::kInit);
   LibraryRoots& roots = libraryRoots();
   roots.keep(BootstrapRoot::start(std::move(listener), secret, expectedRanks, timeoutSec));
 }
