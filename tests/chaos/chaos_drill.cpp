@@ -171,8 +171,14 @@ Call drawCall(uint64_t seed, long i, int nranks, size_t maxCount, bool codecs) {
     c.codec = codecs[rng() % codecs.size()].c_str();
     c.dtype = ternFloat32;
     c.op = (rng() % 2) ? ternSum : ternAvg;
-    // K calls of it; at least 128 elements per rank's chunk, the smallest chunks the sign and Top-K residual factors
-    // were measured on (compressed_bounds.hpp): sign on 24 elements over 4 ranks misses its bound.
+    // K calls of it, at least 128 elements per rank's chunk. The sign bound (server residual <= 2 max|S|,
+    // docs/COMPRESSION.md) is a factor measured on chunks of 10^2-10^6 elements, not a proof, and shorter chunks
+    // have larger residuals by the codec's own contract (one mean-|v| scale per chunk, error feedback): on 24
+    // elements over 4 ranks (chunks of 6) the residual reaches 2.5 max|S|, and a double-precision model of that
+    // contract gives the same error at the same element, so the codec is right and the bound does not hold there.
+    // What the contract proves for a chunk of m elements, |r| <= ||r||_2 <= q/(1-q) ||S||_2 with q = sqrt(1-1/m)
+    // (the scaled sign is a contraction: ||v - C(v)||^2 = ||v||^2 - ||v||_1^2/m), would need hundreds of calls per
+    // check on such chunks; the drill stays where the measured factor applies.
     c.count = std::clamp<size_t>(c.count, 128 * static_cast<size_t>(nranks), size_t{1} << 18);
   }
   return c;
