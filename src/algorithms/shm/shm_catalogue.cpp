@@ -106,6 +106,11 @@ size_t shmSmallLimit(Collective c, int nranks) {
   }
 }
 
+size_t shmCmaMinBytes(Collective c, int nranks) {
+  if (c == Collective::kAllGather || c == Collective::kBroadcast) return shmSmallLimit(c, nranks) + 1;
+  return kCmaDefaultMinBytes;
+}
+
 size_t shmAlltoAllInlineLimit(int nranks) { return alltoallInlineCapacity(nranks); }
 
 ShmAlgorithm defaultShmAlgorithm(const CollArgs& a, int nranks) {

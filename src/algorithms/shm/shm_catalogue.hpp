@@ -48,6 +48,12 @@ size_t shmSmallLimit(Collective c, int nranks);
 // and an end barrier while the blocks stay in cache.
 size_t shmAlltoAllInlineLimit(int nranks);
 
+// Ordinary buffers of at least this many input bytes per rank, between processes that may read each other, take the
+// chunked default's CMA form (the TERN_SHM_CMA_MIN_BYTES knob overrides it for every collective). Gathers copy the
+// same bytes either way, and one kernel copy out of the peer's buffer beats two through the staging slots from
+// where the one-phase form ends; an allreduce's system calls per piece pay only from larger sizes.
+size_t shmCmaMinBytes(Collective c, int nranks);
+
 // The default for a call: kSmall up to shmSmallLimit, kPipelined beyond (DirectCollectives then takes the CMA or
 // mapped form where every rank's buffers allow it), kNone for collectives without a shared-memory form. All-to-all:
 // kSmall when the blocks fit inline, else kPipelined (the run then reads by CMA or in place where it can);
