@@ -3,10 +3,7 @@
 #include <openssl/crypto.h>
 #include <unistd.h>
 
-#include <fstream>
-
 #include "core/auth.hpp"
-#include "core/env.hpp"
 #include "core/error.hpp"
 
 namespace tern {
@@ -71,16 +68,6 @@ UniqueIdData UniqueIdData::unpack(const ternUniqueId& id) {
     throwError(ternInvalidArgument, "unique id was not made by ternGetUniqueId (bad magic or kind)");
   }
   return d;
-}
-
-std::string localHostId() {
-  if (!knobs().hostId.empty()) return knobs().hostId;
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  std::string bootId;
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::getline(f, bootId);
-  return std::string(host) + ":" + bootId;
 }
 
 }  // namespace tern

@@ -1,13 +1,13 @@
-#include "topo/host_id.hpp"
+#include "core/host_id.hpp"
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
+#include <optional>
 
 #include "core/env.hpp"
 
-namespace tern::topo {
+namespace tern {
 
 std::string hostName() {
   char buf[256] = {};
@@ -16,11 +16,11 @@ std::string hostName() {
 }
 
 std::string hostId() {
-  if (const std::optional<std::string> env = envString("HOSTID")) return *env;  // TERN_HOSTID (kHostIdEnv)
+  if (const std::optional<std::string> env = envString("HOSTID")) return *env;
   std::string bootId;
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   std::getline(in, bootId);
   return bootId.empty() ? hostName() : hostName() + ":" + bootId;
 }
 
-}  // namespace tern::topo
+}  // namespace tern
