@@ -19,13 +19,22 @@ namespace {
 constexpr long long kMaxBytes = 1LL << 50;
 constexpr long long kMaxRanks = 1LL << 24;
 
-KnobSpec text(const char* name, const char* meaning) { return {name, KnobKind::kString, 0, 0, false, meaning}; }
-KnobSpec flag(const char* name, const char* meaning) { return {name, KnobKind::kFlag, 0, 1, false, meaning}; }
-KnobSpec integer(const char* name, long long min, long long max, const char* meaning) {
-  return {name, KnobKind::kInt, min, max, false, meaning};
+// Each takes what applies when the knob is unset (KnobSpec::byDefault) and the line that says what it is.
+KnobSpec text(const char* name, const char* byDefault, const char* meaning) {
+  return {name, KnobKind::kString, 0, 0, false, meaning, false, byDefault};
 }
-KnobSpec bytes(const char* name, long long min, long long max, bool zeroAllowed, const char* meaning) {
-  return {name, KnobKind::kBytes, min, max, zeroAllowed, meaning};
+KnobSpec flag(const char* name, const char* byDefault, const char* meaning) {
+  return {name, KnobKind::kFlag, 0, 1, false, meaning, false, byDefault};
+}
+KnobSpec integer(const char* name, long long min, long long max, const char* byDefault, const char* meaning) {
+  return {name, KnobKind::kInt, min, max, false, meaning, false, byDefault};
+}
+KnobSpec bytes(const char* name, long long min, long long max, bool zeroAllowed, const char* byDefault,
+               const char* meaning) {
+  return {name, KnobKind::kBytes, min, max, zeroAllowed, meaning, false, byDefault};
+}
+KnobSpec decimal(const char* name, long long max, const char* byDefault, const char* meaning) {
+  return {name, KnobKind::kDecimal, 0, max, false, meaning, false, byDefault};
 }
 // Checked where it is read (KnobSpec::checkedWhereRead).
 KnobSpec launch(KnobSpec spec) {
@@ -37,7 +46,8 @@ KnobSpec ib(KnobSpec spec) {
   return spec;
 }
 
-bool numeric(const KnobSpec& k) { return k.kind == KnobKind::kInt || k.kind == KnobKind::kBytes; }
+bool integral(const KnobSpec& k) { return k.kind == KnobKind::kInt || k.kind == KnobKind::kBytes; }
+bool numeric(const KnobSpec& k) { return integral(k) || k.kind == KnobKind::kDecimal; }
 
 std::optional<std::string> processLookup(const char* name) {
   const std::string full = std::string("TERN_") + name;
@@ -70,50 +80,56 @@ const KnobSpec& declared(const char* name) {
 const std::vector<KnobSpec>& knobTable() {
   // TERN_TIMEOUT's upper bound: waits keep it in milliseconds as an int.
   static const std::vector<KnobSpec> table = {
-      text("DEBUG", "log level: WARN, INFO, TRACE"),
-      text("DEBUG_SUBSYS", "comma list of subsystems to log, ^ excludes"),
-      text("DEBUG_FILE", "log file (%h host, %p pid)"),
-      integer("TIMEOUT", 1, INT_MAX / 1000, "seconds any wait may last"),
-      text("SOCKET_IFNAME", "interfaces for TCP (NCCL syntax)"),
-      integer("NSOCKS", 1, 64, "TCP sockets per remote peer"),
-      text("ALGO", "force or exclude algorithms"),
-      bytes("CHUNK_BYTES", 64, 1LL << 30, true, "pipeline chunk of ring/chain/tree algorithms (0: default)"),
-      text("RING_ORDER", "topology or rank"),
-      text("TRANSPORT", "tcp, ucx, ibverbs or inproc"),
-      text("HOSTID", "host id that groups ranks into nodes"),
-      flag("SHM_DISABLE", "the network path between ranks on one host"),
-      bytes("SHM_CHUNK_BYTES", 64, 1LL << 30, true, "pipeline chunk of the shared-memory collectives (0: by size)"),
-      bytes("SHM_CMA_MIN_BYTES", 1, kMaxBytes, true, "smallest buffer per rank read by CMA (0: off)"),
-      bytes("SHM_CMA_CHUNK_BYTES", 4096, kMaxBytes, true, "chunk of the CMA allreduce (0: the whole call)"),
-      flag("SHM_HUGEPAGES", "huge pages for buffers peers reach by CMA"),
-      launch(integer("RANK", 0, kMaxRanks, "this process's rank (tern-run)")),
-      launch(integer("WORLD_SIZE", 1, kMaxRanks, "number of ranks (tern-run)")),
-      launch(integer("LOCAL_RANK", 0, kMaxRanks, "rank on this host (tern-run)")),
-      launch(integer("LOCAL_SIZE", 1, kMaxRanks, "ranks on this host (tern-run)")),
-      launch(text("ROOT_ADDR", "bootstrap root host:port")),
-      launch(integer("ROOT_PORT", 1, 65535, "root port when the root comes from MASTER_ADDR")),
-      launch(text("SECRET", "the job secret, 32 hex digits")),
-      launch(text("SECRET_FILE", "a file holding the job secret")),
-      launch(flag("INSECURE", "derive the secret from public values (trusted test networks only)")),
-      text("COMPRESS", "codec for float sum/avg allreduces of unmodified programs"),
-      text("COMPRESS_WHEN", "model or always"),
-      bytes("COMPRESS_MIN_BYTES", 0, kMaxBytes, false, "smaller allreduces are not compressed"),
-      text("COMPRESS_HIER", "1, 0 or auto"),
-      text("TOPO_FILE", "this host's topology from a file"),
-      text("TOPO_DUMP_FILE", "where rank 0 writes the job topology (%h host, %p pid)"),
-      text("TUNE_FILE", "calibration written by tern-calc --calibrate"),
-      text("REDUCE_ISA", "scalar, avx2 or avx512"),
-      text("BUCKET_MB", "DDP gradient bucket, megabytes (a positive number; libtern_train checks it)"),
-      bytes("UCX_REG_MIN_BYTES", 1, kMaxBytes, false, "smallest buffer UCX registers in place"),
-      bytes("UCX_REG_CACHE_BYTES", 0, kMaxBytes, false, "UCX registration cache (0: off)"),
-      text("IB_HCA", "InfiniBand devices and ports (NCCL syntax)"),
-      ib(integer("IB_GID_INDEX", -1, 65535, "RoCE GID index (-1: choose)")),
-      ib(bytes("IB_CHUNK_BYTES", 4096, 64LL << 20, false, "ibverbs message chunk")),
-      ib(integer("IB_SLOTS", 2, 1024, "ibverbs receive slots per peer")),
-      ib(integer("IB_TIMEOUT", 1, 31, "InfiniBand local ACK timeout exponent")),
-      ib(integer("IB_RETRY_CNT", 0, 7, "InfiniBand retry count")),
-      ib(integer("IB_SL", 0, 15, "InfiniBand service level")),
-      ib(integer("IB_TC", 0, 255, "InfiniBand traffic class")),
+      text("DEBUG", "warnings only", "log level: WARN, INFO, TRACE"),
+      text("DEBUG_SUBSYS", "all", "comma list of subsystems to log, ^ excludes"),
+      text("DEBUG_FILE", "stderr", "log file (%h host, %p pid)"),
+      integer("TIMEOUT", 1, INT_MAX / 1000, "300", "seconds any wait may last"),
+      text("SOCKET_IFNAME", "the interface that reaches the root", "interfaces for TCP (NCCL syntax)"),
+      integer("NSOCKS", 1, 64, "2", "TCP sockets per remote peer"),
+      text("ALGO", "cost model", "force or exclude algorithms"),
+      bytes("CHUNK_BYTES", 64, 1LL << 30, true, "512 KiB", "pipeline chunk of ring/chain/tree algorithms (0: default)"),
+      text("RING_ORDER", "topology", "topology or rank"),
+      text("TRANSPORT", "tcp", "tcp, ucx, ibverbs or inproc"),
+      text("HOSTID", "hostname + boot id", "host id that groups ranks into nodes"),
+      flag("SHM_DISABLE", "0", "the network path between ranks on one host"),
+      bytes("SHM_CHUNK_BYTES", 64, 1LL << 30, true, "32-128 KiB by size",
+            "pipeline chunk of the shared-memory collectives (0: by size)"),
+      bytes("SHM_CMA_MIN_BYTES", 1, kMaxBytes, true, "1 MiB", "smallest buffer per rank read by CMA (0: off)"),
+      bytes("SHM_CMA_CHUNK_BYTES", 4096, kMaxBytes, true, "the whole call",
+            "chunk of the CMA allreduce (0: the whole call)"),
+      flag("SHM_HUGEPAGES", "1", "huge pages for buffers peers reach by CMA"),
+      launch(integer("RANK", 0, kMaxRanks, "", "this process's rank (tern-run)")),
+      launch(integer("WORLD_SIZE", 1, kMaxRanks, "", "number of ranks (tern-run)")),
+      launch(integer("LOCAL_RANK", 0, kMaxRanks, "", "rank on this host (tern-run)")),
+      launch(integer("LOCAL_SIZE", 1, kMaxRanks, "", "ranks on this host (tern-run)")),
+      launch(text("ROOT_ADDR", "", "bootstrap root host:port")),
+      launch(integer("ROOT_PORT", 1, 65535, "MASTER_PORT + 1", "root port when the root comes from MASTER_ADDR")),
+      launch(text("SECRET", "", "the job secret, 32 hex digits")),
+      launch(text("SECRET_FILE", "", "a file holding the job secret")),
+      launch(flag("INSECURE", "0", "derive the secret from public values (trusted test networks only)")),
+      text("COMPRESS", "off", "codec for float sum/avg allreduces of unmodified programs"),
+      text("COMPRESS_WHEN", "model", "model or always"),
+      bytes("COMPRESS_MIN_BYTES", 0, kMaxBytes, false, "65536", "smaller allreduces are not compressed"),
+      text("COMPRESS_HIER", "auto", "1, 0 or auto"),
+      text("TOPO_FILE", "detect (once per process)", "this host's topology from a file"),
+      text("TOPO_DUMP_FILE", "", "where rank 0 writes the job topology (%h host, %p pid)"),
+      text("TUNE_FILE", "built-in figures", "calibration written by tern-calc --calibrate"),
+      text("REDUCE_ISA", "best available", "scalar, avx2 or avx512"),
+      // libtern_train reads it (through ternGetKnobNumber); fractions allowed, as PyTorch's bucket_cap_mb.
+      decimal("BUCKET_MB", 1LL << 20, "25", "DDP gradient bucket of libtern_train, megabytes"),
+      bytes("UCX_REG_MIN_BYTES", 1, kMaxBytes, false, "256 KiB", "smallest buffer UCX registers in place"),
+      bytes("UCX_REG_CACHE_BYTES", 0, kMaxBytes, false, "1 GiB", "UCX registration cache (0: off)"),
+      text("IB_HCA", "all active ports", "InfiniBand devices and ports (NCCL syntax)"),
+      ib(integer("IB_GID_INDEX", -1, 65535, "automatic", "RoCE GID index (-1: choose)")),
+      ib(bytes("IB_CHUNK_BYTES", 4096, 64LL << 20, false, "128K", "ibverbs message chunk")),
+      ib(integer("IB_SLOTS", 2, 1024, "8", "ibverbs receive slots per peer")),
+      ib(integer("IB_TIMEOUT", 1, 31, "20", "InfiniBand local ACK timeout exponent")),
+      ib(integer("IB_RETRY_CNT", 0, 7, "7", "InfiniBand retry count")),
+      ib(integer("IB_SL", 0, 15, "0", "InfiniBand service level")),
+      ib(integer("IB_TC", 0, 255, "0", "InfiniBand traffic class")),
+      // Test hooks: not for users, so not in the README's table.
+      text("TEST_SHM_KILL", "off",
+           "<rank>:<step>: that rank SIGKILLs itself at that shared-memory setup step (tests/shm/setup_kill_test.sh)"),
   };
   return table;
 }
@@ -126,6 +142,7 @@ const KnobSpec* findKnob(const std::string& name) {
 }
 
 std::string knobRange(const KnobSpec& k) {
+  if (k.kind == KnobKind::kDecimal) return "above 0 up to " + std::to_string(k.max);
   std::string r = std::to_string(k.min) + ".." + std::to_string(k.max);
   return k.zeroAllowed ? "0 or " + r : r;
 }
@@ -173,6 +190,25 @@ std::optional<long long> parseKnobNumber(const KnobSpec& k, const std::string& v
   return v;
 }
 
+std::optional<double> parseKnobDecimal(const KnobSpec& k, const std::string& value, std::string* error) {
+  auto refuse = [&](const char* why) -> std::optional<double> {
+    *error = std::string("TERN_") + k.name + "=" + value + ": " + why + "; expected a decimal number " + knobRange(k) +
+             " (" + k.meaning + ")";
+    return std::nullopt;
+  };
+  // Plain decimal notation only: strtod would also take hex floats, "inf", "nan" and leading blanks.
+  const char* s = value.c_str();
+  if (value.empty() || value.find_first_not_of("0123456789.+-eE") != std::string::npos) {
+    return refuse("not a number");
+  }
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s, &end);
+  if (end == s || *end != '\0') return refuse("not a number");
+  if (errno == ERANGE || !(v > 0) || v > static_cast<double>(k.max)) return refuse("out of range");
+  return v;
+}
+
 std::optional<std::string> envString(const char* name) {
   declared(name);
   return processLookup(name);
@@ -180,13 +216,24 @@ std::optional<std::string> envString(const char* name) {
 
 long envInt(const char* name, long fallback) {
   const KnobSpec& k = declared(name);
-  if (!numeric(k)) throwError(ternInternalError, "TERN_%s is not a numeric knob", name);
+  if (!integral(k)) throwError(ternInternalError, "TERN_%s is not an integer knob", name);
   auto v = processLookup(name);
   if (!v) return fallback;
   std::string error;
   std::optional<long long> x = parseKnobNumber(k, *v, &error);
   if (!x) throwError(ternInvalidUsage, "%s", error.c_str());
   return static_cast<long>(*x);
+}
+
+double envDecimal(const char* name, double fallback) {
+  const KnobSpec& k = declared(name);
+  if (k.kind != KnobKind::kDecimal) throwError(ternInternalError, "TERN_%s is not a decimal knob", name);
+  auto v = processLookup(name);
+  if (!v) return fallback;
+  std::string error;
+  std::optional<double> x = parseKnobDecimal(k, *v, &error);
+  if (!x) throwError(ternInvalidUsage, "%s", error.c_str());
+  return *x;
 }
 
 bool envFlag(const char* name, bool fallback) {
@@ -210,7 +257,9 @@ Knobs readKnobs(const std::function<std::optional<std::string>(const char*)>& lo
     if (!numeric(k) || k.checkedWhereRead) continue;
     if (auto v = lookup(k.name); v && !v->empty()) {
       std::string error;
-      if (!parseKnobNumber(k, *v, &error)) x.errors.push_back(error);
+      const bool valid = k.kind == KnobKind::kDecimal ? parseKnobDecimal(k, *v, &error).has_value()
+                                                      : parseKnobNumber(k, *v, &error).has_value();
+      if (!valid) x.errors.push_back(error);
     }
   }
   auto number = [&](const char* name, long long fallback) {
@@ -238,7 +287,6 @@ Knobs readKnobs(const std::function<std::optional<std::string>(const char*)>& lo
   x.socketIfname = str("SOCKET_IFNAME");
   x.transport = str("TRANSPORT");
   x.algo = str("ALGO");
-  x.hostId = str("HOSTID");
   x.shmDisable = onOff("SHM_DISABLE", false);
   x.chunkBytes = static_cast<long>(number("CHUNK_BYTES", 0));
   const std::string order = lookup("RING_ORDER").value_or("topology");

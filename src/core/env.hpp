@@ -8,6 +8,9 @@
 // on with the default would hide the mistake in exactly what it was set for (and a TERN_TIMEOUT of 0 or one whose
 // milliseconds overflow would fail every wait at once as "timed out"). Words (TERN_RING_ORDER, TERN_COMPRESS_WHEN,
 // TERN_COMPRESS_HIER, flags) warn and take their default, as they always have.
+//
+// Nothing else in the library calls getenv for a TERN_ variable (tests/knobs_declared_test.sh checks it); other
+// programs' variables (launchers', UCX's) are read through launcherVariable (core/env_init.hpp) and UCX itself.
 #pragma once
 
 #include <functional>
@@ -18,10 +21,11 @@
 namespace tern {
 
 enum class KnobKind {
-  kString,  // free text (paths, lists, names), or words checked where they are used
-  kFlag,    // 1/0, true/false, yes/no, on/off
-  kInt,     // a decimal integer
-  kBytes,   // a decimal integer of bytes, with an optional K, M or G suffix (powers of 1024)
+  kString,   // free text (paths, lists, names), or words checked where they are used
+  kFlag,     // 1/0, true/false, yes/no, on/off
+  kInt,      // a decimal integer
+  kBytes,    // a decimal integer of bytes, with an optional K, M or G suffix (powers of 1024)
+  kDecimal,  // a decimal number, fractions allowed, above 0 and at most max (TERN_BUCKET_MB's megabytes)
 };
 
 struct KnobSpec {
@@ -34,6 +38,7 @@ struct KnobSpec {
   // Checked only where it is read, not in the snapshot every init checks: the launch variables (by
   // ternCommInitFromEnv) and TERN_IB_* (by the ibverbs transport, with ternInvalidArgument, docs/TRANSPORTS.md).
   bool checkedWhereRead = false;
+  const char* byDefault = "";  // what applies when it is unset or empty, as the README's table says it
 };
 
 // The table, in the order the README lists the knobs.
@@ -42,7 +47,9 @@ const std::vector<KnobSpec>& knobTable();
 const KnobSpec* findKnob(const std::string& nameWithoutPrefix);
 // Parses a numeric knob's text: its value, or nullopt with *error naming the variable, the value and the range.
 std::optional<long long> parseKnobNumber(const KnobSpec& spec, const std::string& text, std::string* error);
-// The accepted range, as messages and the README say it ("1..2147483", "0 or 64..1073741824").
+// The same for a kDecimal knob.
+std::optional<double> parseKnobDecimal(const KnobSpec& spec, const std::string& text, std::string* error);
+// The accepted range, as messages and the README say it ("1..2147483", "0 or 64..1073741824", "above 0 to 1048576").
 std::string knobRange(const KnobSpec& spec);
 
 // Raw lookup with the TERN_ prefix applied: envString("TIMEOUT") reads TERN_TIMEOUT. Read at each call (tools and
@@ -50,6 +57,8 @@ std::string knobRange(const KnobSpec& spec);
 std::optional<std::string> envString(const char* nameWithoutPrefix);
 // A numeric knob: fallback when unset; a bad value throws ternInvalidUsage naming the variable, value and range.
 long envInt(const char* nameWithoutPrefix, long fallback);
+// A kDecimal knob: fallback when unset; a bad value throws ternInvalidUsage naming the variable, value and range.
+double envDecimal(const char* nameWithoutPrefix, double fallback);
 // A flag knob: fallback when unset; a value that is not a flag word warns and gives fallback.
 bool envFlag(const char* nameWithoutPrefix, bool fallback);
 
@@ -62,7 +71,6 @@ struct Knobs {
   std::string socketIfname;  // TERN_SOCKET_IFNAME: NCCL syntax (prefix list, ^ exclude, = exact)
   std::string transport;     // TERN_TRANSPORT: tcp | inproc (default tcp)
   std::string algo;          // TERN_ALGO
-  std::string hostId;        // TERN_HOSTID: overrides hostname + boot id
   bool shmDisable;           // TERN_SHM_DISABLE
   long chunkBytes;           // TERN_CHUNK_BYTES: pipeline chunk (0 = per transport default)
   bool ringOrderByRank;      // TERN_RING_ORDER=rank: rings/trees follow rank order (default topology: by host)

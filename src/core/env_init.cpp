@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "core/bootstrap.hpp"
@@ -22,15 +24,16 @@ namespace tern {
 
 namespace {
 
-const char* get(const char* name) {
-  // tern's own variables are knobs, declared in the one table (core/env.cpp) like every other.
-  if (std::strncmp(name, "TERN_", 5) == 0 && findKnob(name + 5) == nullptr) {
-    throwError(ternInternalError, "%s is read but not declared in the knobs table (src/core/env.cpp)", name);
-  }
-  const char* v = std::getenv(name);
-  return (v != nullptr && *v != '\0') ? v : nullptr;
+// A launcher's variable (no TERN_ prefix) through launcherVariable, or a TERN_ one through the knobs table; unset
+// and empty are nullopt.
+std::optional<std::string> get(const char* name) {
+  if (std::strncmp(name, "TERN_", 5) == 0) return envString(name + 5);
+  const char* v = launcherVariable(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
 }
 
+// A launcher's rank or size variable (torchrun, Open MPI, PMI, Slurm): the knobs table does not declare those.
 int toInt(const char* name, const char* value) {
   char* end = nullptr;
   long v = std::strtol(value, &end, 10);
@@ -40,12 +43,18 @@ int toInt(const char* name, const char* value) {
   return static_cast<int>(v);
 }
 
+// rankVar's value: TERN_ ones range-checked by the knobs table (ternInvalidUsage naming the range, as every knob),
+// the launchers' own by toInt.
+int rankValue(const char* var, const std::string& value) {
+  if (std::strncmp(var, "TERN_", 5) == 0) return static_cast<int>(envInt(var + 5, -1));
+  return toInt(var, value.c_str());
+}
+
 bool readPair(LaunchEnv& e, const char* rankVar, const char* sizeVar, const char* launcher) {
-  const char* r = get(rankVar);
-  const char* s = get(sizeVar);
-  if (r == nullptr || s == nullptr) return false;
-  e.rank = toInt(rankVar, r);
-  e.size = toInt(sizeVar, s);
+  const std::optional<std::string> r = get(rankVar), s = get(sizeVar);
+  if (!r || !s) return false;
+  e.rank = rankValue(rankVar, *r);
+  e.size = rankValue(sizeVar, *s);
   e.launcher = launcher;
   return true;
 }
@@ -54,17 +63,17 @@ bool readPair(LaunchEnv& e, const char* rankVar, const char* sizeVar, const char
 bool singleHost(const LaunchEnv& e) {
   if (e.rootAddress.isLoopback()) return true;
   auto equalsSize = [&](const char* var) {
-    const char* v = get(var);
-    return v != nullptr && std::strtol(v, nullptr, 10) == e.size;
+    const std::optional<std::string> v = get(var);
+    return v && rankValue(var, *v) == e.size;
   };
   if (e.launcher == "tern-run") return equalsSize("TERN_LOCAL_SIZE");
   if (e.launcher == "torchrun") return equalsSize("LOCAL_WORLD_SIZE");
   if (e.launcher == "openmpi") return equalsSize("OMPI_COMM_WORLD_LOCAL_SIZE");
   if (e.launcher == "pmi") return equalsSize("MPI_LOCALNRANKS");
   if (e.launcher == "slurm") {
-    const char* nodes = get("SLURM_STEP_NUM_NODES");
-    if (nodes == nullptr) nodes = get("SLURM_NNODES");
-    return (nodes != nullptr && std::strcmp(nodes, "1") == 0) || equalsSize("SLURM_NTASKS_PER_NODE");
+    std::optional<std::string> nodes = get("SLURM_STEP_NUM_NODES");
+    if (!nodes) nodes = get("SLURM_NNODES");
+    return nodes == "1" || equalsSize("SLURM_NTASKS_PER_NODE");
   }
   return false;
 }
@@ -74,7 +83,7 @@ std::string jobSeed(const std::string& root, int size) {
   std::string seed = root + "/" + std::to_string(size);
   for (const char* v :
        {"TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "SLURM_JOB_ID", "SLURM_STEP_ID", "PMI_JOBID"}) {
-    if (const char* x = get(v)) seed += std::string("/") + x;
+    if (const std::optional<std::string> x = get(v)) seed += "/" + *x;
   }
   return seed;
 }
@@ -118,8 +127,7 @@ Secret secretFromFile(const std::string& path) {
 
 // The per-user directory that holds single-host jobs' secret files: ours, and closed to everyone else.
 std::string privateDirectory() {
-  const char* base = get("TMPDIR");
-  std::string dir = std::string(base != nullptr ? base : "/tmp") + "/tern-" + std::to_string(::geteuid());
+  std::string dir = get("TMPDIR").value_or("/tmp") + "/tern-" + std::to_string(::geteuid());
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throwSystemError(("mkdir " + dir).c_str());
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) throwSystemError(("stat " + dir).c_str());
@@ -210,6 +218,14 @@ Secret jobSecret(const LaunchEnv& e, const std::string& root) {
 
 }  // namespace
 
+const char* launcherVariable(const char* name) {
+  if (std::strncmp(name, "TERN_", 5) == 0) {
+    throwError(ternInternalError, "%s is tern's own: read it through the knobs table (src/core/env.cpp)", name);
+  }
+  const char* v = std::getenv(name);
+  return (v != nullptr && *v != '\0') ? v : nullptr;
+}
+
 LaunchEnv readLaunchEnv() {
   LaunchEnv e;
   bool found = readPair(e, "TERN_RANK", "TERN_WORLD_SIZE", "tern-run") ||
@@ -225,29 +241,29 @@ LaunchEnv readLaunchEnv() {
     throwError(ternInvalidArgument, "ternCommInitFromEnv: rank %d does not fit world size %d", e.rank, e.size);
   }
   for (const char* v : {"TERN_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
-    if (get(v) != nullptr) {
-      e.localRank = toInt(v, get(v));
+    if (const std::optional<std::string> x = get(v)) {
+      e.localRank = rankValue(v, *x);
       break;
     }
   }
   std::string root;
-  if (const char* a = get("TERN_ROOT_ADDR")) {
-    root = a;
-  } else if (const char* m = get("MASTER_ADDR")) {
+  if (const std::optional<std::string> a = get("TERN_ROOT_ADDR")) {
+    root = *a;
+  } else if (const std::optional<std::string> m = get("MASTER_ADDR")) {
     int port = 0;
-    if (get("TERN_ROOT_PORT") != nullptr) {
+    if (get("TERN_ROOT_PORT")) {
       port = static_cast<int>(envInt("ROOT_PORT", 0));  // range-checked (1..65535) by the knobs table
-    } else if (const char* mp = get("MASTER_PORT")) {
-      port = toInt("MASTER_PORT", mp) + 1;
+    } else if (const std::optional<std::string> mp = get("MASTER_PORT")) {
+      port = toInt("MASTER_PORT", mp->c_str()) + 1;
     } else {
       throwError(ternInvalidArgument,
                  "ternCommInitFromEnv: MASTER_ADDR is set but neither MASTER_PORT nor TERN_ROOT_PORT");
     }
-    root = std::string(m) + ":" + std::to_string(port);
+    root = *m + ":" + std::to_string(port);
   } else {
-    const char* localSize = get("OMPI_COMM_WORLD_LOCAL_SIZE");
-    if (localSize == nullptr) localSize = get("SLURM_NTASKS_PER_NODE");
-    if (localSize != nullptr && toInt("local size", localSize) == e.size) {
+    std::optional<std::string> localSize = get("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (!localSize) localSize = get("SLURM_NTASKS_PER_NODE");
+    if (localSize && toInt("local size", localSize->c_str()) == e.size) {
       root = "127.0.0.1:29517";
     } else {
       throwError(ternInvalidArgument,

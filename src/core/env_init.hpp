@@ -17,6 +17,11 @@ struct LaunchEnv {
   std::string launcher;  // "tern-run", "torchrun", "openmpi", "slurm", "pmi"
 };
 
+// Another program's variable (a launcher's: RANK, OMPI_COMM_WORLD_SIZE, SLURM_*, MASTER_ADDR, TMPDIR): its value, or
+// nullptr when unset or empty. The one place tern reads variables it does not declare; a TERN_ name is an internal
+// error (those are knobs, core/env.hpp).
+const char* launcherVariable(const char* name);
+
 // Order of precedence: TERN_RANK/TERN_WORLD_SIZE (tern-run, or explicit overrides), torchrun (RANK, WORLD_SIZE),
 // Open MPI (OMPI_COMM_WORLD_RANK/SIZE), PMI (PMI_RANK/PMI_SIZE), Slurm (SLURM_PROCID/SLURM_NTASKS).
 // Root: TERN_ROOT_ADDR, else MASTER_ADDR with TERN_ROOT_PORT or MASTER_PORT+1 (torchrun's own store already

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/dtype.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "transport/shm/shm_wire.hpp"
 #include "transport/shm/stream_copy.hpp"
@@ -61,10 +62,7 @@ size_t DirectCollectives::chunkBytes(size_t bytes) const {
   // At least 8 chunks, so that staging, reduction and gather overlap across ranks even for mid-size messages, in
   // chunks of 32..128 KiB: smaller ones pay the per-chunk synchronisation (~1 us), larger ones measured slower at every
   // size from 8 MiB to 128 MiB (2 ranks: 64-128 KiB ~2.2-2.4 GB/s, 512 KiB ~1.4 GB/s at 8 MiB).
-  static const size_t forced = [] {
-    const char* v = std::getenv("TERN_SHM_CHUNK_BYTES");
-    return v != nullptr ? static_cast<size_t>(std::strtoull(v, nullptr, 10)) : size_t{0};
-  }();
+  static const size_t forced = static_cast<size_t>(envInt("SHM_CHUNK_BYTES", 0));  // 0: by size
   if (forced > 0) return forced;
   size_t chunk = size_t{32} << 10;
   while (chunk < (size_t{128} << 10) && chunk * 8 < bytes) chunk *= 2;
@@ -77,10 +75,8 @@ namespace {
 // (TERN_SHM_CMA_MIN_BYTES; 0 turns it off). Below it the system calls cost more than the copy they save.
 size_t cmaMinBytes() {
   static const size_t bytes = [] {
-    const char* v = std::getenv("TERN_SHM_CMA_MIN_BYTES");
-    if (v == nullptr || *v == '\0') return kCmaDefaultMinBytes;
-    const long long x = std::atoll(v);
-    return x <= 0 ? SIZE_MAX : static_cast<size_t>(x);
+    const long x = envInt("SHM_CMA_MIN_BYTES", static_cast<long>(kCmaDefaultMinBytes));
+    return x == 0 ? SIZE_MAX : static_cast<size_t>(x);
   }();
   return bytes;
 }
@@ -90,9 +86,8 @@ size_t cmaMinBytes() {
 // the cache locality they buy.
 size_t cmaChunkBytes() {
   static const size_t bytes = [] {
-    const char* v = std::getenv("TERN_SHM_CMA_CHUNK_BYTES");
-    const long long x = v != nullptr ? std::atoll(v) : 0;
-    return x > 0 ? static_cast<size_t>(x) : kCmaMaxBytes;
+    const long x = envInt("SHM_CMA_CHUNK_BYTES", 0);
+    return x == 0 ? kCmaMaxBytes : static_cast<size_t>(x);
   }();
   return bytes;
 }
