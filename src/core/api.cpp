@@ -1,6 +1,6 @@
-// The C API boundary: validates arguments, converts exceptions into ternResult_t plus a message for
-// ternGetLastError, and turns calls into Operations on the communicator.
-#include <algorithm>
+// The C API boundary: validates arguments and handles, converts exceptions into ternResult_t plus a message for
+// ternGetLastError, and hands each call to the core as an Operation. What calls do (protocols, state, formats) is
+// the core's: Communicator (communicator*.cpp), Compressor (its checkpoint), call groups, conversions.
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -11,17 +11,16 @@
 #include <string>
 #include <vector>
 
-#include "compress/codec.hpp"
 #include "core/algo_choice.hpp"
-#include "core/bootstrap.hpp"
+#include "core/call_group.hpp"
 #include "core/communicator.hpp"
 #include "core/compressor.hpp"
 #include "core/dtype.hpp"
 #include "core/env.hpp"
-#include "core/env_init.hpp"
 #include "core/error.hpp"
+#include "core/float_convert.hpp"
 #include "core/log.hpp"
-#include "kernels/reduce.hpp"
+#include "core/operation_pool.hpp"
 #include "tern/tern.h"
 #include "tern/tern_ext.h"
 #include "transport/shm/intra_node.hpp"
@@ -145,77 +144,26 @@ void checkRank(int r, int n, const char* fn, const char* what) {
   if (r < 0 || r >= n) throwError(ternInvalidArgument, "%s: %s %d out of range [0, %d)", fn, what, r, n);
 }
 
-// Group state (per thread, as NCCL): operations recorded between GroupStart and GroupEnd.
-struct PendingGroupOp {
-  ternComm_t comm;
-  std::shared_ptr<Operation> op;
-};
-thread_local int groupDepth = 0;
-thread_local std::vector<PendingGroupOp> groupOps;
-
 // Submits op now (or records it in the open group); with request != NULL it is asynchronous. c is comm's
 // communicator, held by the caller.
 ternResult_t launch(ternComm_t comm, Communicator& c, std::shared_ptr<Operation> op, ternRequest_t* request) {
-  if (groupDepth > 0) {
+  if (groupOpen()) {
     if (request != nullptr) *request = nullptr;
-    // Consecutive point-to-point calls on one communicator merge into one batch that runs at GroupEnd.
-    if (op->args.coll == Collective::kPointToPoint && !groupOps.empty() && groupOps.back().comm == comm &&
-        groupOps.back().op->args.coll == Collective::kPointToPoint) {
-      auto& dst = groupOps.back().op->transfers;
-      dst.insert(dst.end(), op->transfers.begin(), op->transfers.end());
-    } else {
-      groupOps.push_back({comm, std::move(op)});
-    }
+    recordInGroup(comm, std::move(op));
     return ternSuccess;
   }
-  c.enterCall();
-  struct Exit {
-    Communicator& c;
-    ~Exit() { c.exitCall(); }
-  } exitGuard{c};
   if (request != nullptr) {
+    c.enterCall();
+    struct Exit {
+      Communicator& c;
+      ~Exit() { c.exitCall(); }
+    } exitGuard{c};
     c.submit(op, false);
     *request = new ternRequest{op, comm};
     return ternSuccess;
   }
-  c.submit(op, true);
-  if (op->result != ternSuccess) return record(op->result, op->error);
+  c.runBlocking(op);
   return ternSuccess;
-}
-
-// Operations are recycled per thread: a blocking call's operation is released when it returns, and allocating a
-// new one (with its mutex, condition variable and argument vectors) is a tenth of a small shared-memory call.
-// Reused only when no one else holds it (no request handle, no queue, no worker still finishing it).
-std::shared_ptr<Operation> freshOperation() {
-  thread_local std::shared_ptr<Operation> spare;
-  if (spare && spare.use_count() == 1) {
-    std::atomic_thread_fence(std::memory_order_acquire);  // pairs with the release of the last other holder
-    Operation& o = *spare;
-    o.args = CollArgs{};
-    o.input = nullptr;
-    o.output = nullptr;
-    o.transfers.clear();
-    o.compressor = nullptr;
-    o.done = false;
-    o.result = ternSuccess;
-    o.error.clear();
-    return spare;
-  }
-  spare = std::make_shared<Operation>();
-  return spare;
-}
-
-std::shared_ptr<Operation> makeOp(Collective coll, const void* in, void* out, size_t count, ternDataType_t dt,
-                                  ternRedOp_t op, int root) {
-  auto o = freshOperation();
-  o->args.coll = coll;
-  o->args.count = count;
-  o->args.dtype = dt;
-  o->args.op = op;
-  o->args.root = root;
-  o->input = in;
-  o->output = out;
-  return o;
 }
 
 ternResult_t allReduce(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op, ternComm_t comm,
@@ -228,17 +176,9 @@ ternResult_t allReduce(const void* s, void* r, size_t count, ternDataType_t dt, 
     checkOp(op, fn);
     checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
-    auto o = makeOp(Collective::kAllReduce, s, r, count, dt, op, 0);
+    auto o = newOperation(Collective::kAllReduce, s, r, count, dt, op, 0);
     o->args.inPlace = s == r;
-    // TERN_COMPRESS: compress large float sum/avg allreduces of unmodified programs where the cost model says it
-    // pays (slow links; not shared memory or small calls), one error-feedback state per (receive buffer, count,
-    // dtype), i.e. per gradient tensor of a training loop.
-    const Knobs& k = knobs();
-    if (!k.compress.empty() && (op == ternSum || op == ternAvg) && compress::codecInputTypeSupported(dt) &&
-        count * dataTypeSize(dt) >= static_cast<size_t>(k.compressMinBytes) && c.size() > 1 &&
-        c.compressionPays(o->args, k.compress)) {
-      o->compressor = c.defaultCompressor(r, count, dt);
-    }
+    o->compressor = c.implicitCompressor(o->args, r);  // TERN_COMPRESS
     return launch(comm, *ref, o, req);
   });
 }
@@ -273,7 +213,7 @@ ternResult_t allReduceCompressed(const void* s, void* r, size_t count, ternDataT
     checkCompressorFits(c, count, dt, fn);
     checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
-    auto o = makeOp(Collective::kAllReduce, s, r, count, dt, op, 0);
+    auto o = newOperation(Collective::kAllReduce, s, r, count, dt, op, 0);
     o->args.inPlace = s == r;
     o->compressor = &c;
     return launch(comm, *ref, o, req);
@@ -291,7 +231,7 @@ ternResult_t allGatherCompressed(const void* s, void* r, size_t count, ternDataT
     checkCompressorFits(c, count, dt, fn);
     checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
-    auto o = makeOp(Collective::kAllGather, s, r, count, dt, ternSum, 0);
+    auto o = newOperation(Collective::kAllGather, s, r, count, dt, ternSum, 0);
     o->args.inPlace = s == static_cast<const char*>(r) + bytes * cm.rank();
     o->compressor = &c;
     return launch(comm, *ref, o, req);
@@ -310,7 +250,7 @@ ternResult_t reduceScatterCompressed(const void* s, void* r, size_t count, ternD
     checkCompressorFits(c, count * cm.size(), dt, fn);
     checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
-    auto o = makeOp(Collective::kReduceScatter, s, r, count, dt, op, 0);
+    auto o = newOperation(Collective::kReduceScatter, s, r, count, dt, op, 0);
     o->args.inPlace = static_cast<const char*>(s) + bytes * cm.rank() == r;
     o->compressor = &c;
     return launch(comm, *ref, o, req);
@@ -325,7 +265,7 @@ ternResult_t allGather(const void* s, void* r, size_t count, ternDataType_t dt, 
     size_t bytes = checkedBytes(count, c.size(), dt, fn);
     checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
-    auto o = makeOp(Collective::kAllGather, s, r, count, dt, ternSum, 0);
+    auto o = newOperation(Collective::kAllGather, s, r, count, dt, ternSum, 0);
     o->args.inPlace = s == static_cast<const char*>(r) + bytes * c.rank();
     return launch(comm, *ref, o, req);
   });
@@ -341,7 +281,7 @@ ternResult_t reduceScatter(const void* s, void* r, size_t count, ternDataType_t 
     checkOp(op, fn);
     checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
-    auto o = makeOp(Collective::kReduceScatter, s, r, count, dt, op, 0);
+    auto o = newOperation(Collective::kReduceScatter, s, r, count, dt, op, 0);
     o->args.inPlace = static_cast<const char*>(s) + bytes * c.rank() == r;
     return launch(comm, *ref, o, req);
   });
@@ -357,7 +297,7 @@ ternResult_t broadcast(const void* s, void* r, size_t count, ternDataType_t dt, 
     checkRank(root, c.size(), fn, "root");
     if (c.rank() == root) checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
-    auto o = makeOp(Collective::kBroadcast, s, r, count, dt, ternSum, root);
+    auto o = newOperation(Collective::kBroadcast, s, r, count, dt, ternSum, root);
     o->args.inPlace = s == r;
     return launch(comm, *ref, o, req);
   });
@@ -374,7 +314,7 @@ ternResult_t reduceRoot(const void* s, void* r, size_t count, ternDataType_t dt,
     checkRank(root, c.size(), fn, "root");
     checkBuffer(s, count, fn, "sendbuff");
     if (c.rank() == root) checkBuffer(r, count, fn, "recvbuff");
-    auto o = makeOp(Collective::kReduce, s, c.rank() == root ? r : nullptr, count, dt, op, root);
+    auto o = newOperation(Collective::kReduce, s, c.rank() == root ? r : nullptr, count, dt, op, root);
     o->args.inPlace = s == r && c.rank() == root;
     return launch(comm, *ref, o, req);
   });
@@ -388,7 +328,7 @@ ternResult_t alltoall(const void* s, void* r, size_t count, ternDataType_t dt, t
     checkedBytes(count, c.size(), dt, fn);
     checkBuffer(s, count, fn, "sendbuff");
     checkBuffer(r, count, fn, "recvbuff");
-    auto o = makeOp(Collective::kAlltoAll, s, r, count, dt, ternSum, 0);
+    auto o = newOperation(Collective::kAlltoAll, s, r, count, dt, ternSum, 0);
     o->args.inPlace = s == r;
     return launch(comm, *ref, o, req);
   });
@@ -404,7 +344,7 @@ ternResult_t alltoallv(const void* s, const size_t sc[], const size_t sd[], void
     if (sc == nullptr || sd == nullptr || rc == nullptr || rd == nullptr) {
       throwError(ternInvalidArgument, "%s: counts/displacements arrays must not be NULL", fn);
     }
-    auto o = makeOp(Collective::kAlltoAllv, s, r, 0, dt, ternSum, 0);
+    auto o = newOperation(Collective::kAlltoAllv, s, r, 0, dt, ternSum, 0);
     size_t n = static_cast<size_t>(c.size());
     o->args.sendCounts.assign(sc, sc + n);
     o->args.sendDispls.assign(sd, sd + n);
@@ -435,7 +375,7 @@ ternResult_t pointToPoint(bool isSend, const void* buf, size_t count, ternDataTy
     size_t bytes = checkedBytes(count, 1, dt, fn);
     checkRank(peer, c.size(), fn, "peer");
     checkBuffer(buf, count, fn, isSend ? "sendbuff" : "recvbuff");
-    auto o = makeOp(Collective::kPointToPoint, nullptr, nullptr, count, dt, ternSum, 0);
+    auto o = newOperation(Collective::kPointToPoint, nullptr, nullptr, count, dt, ternSum, 0);
     o->transfers.push_back({isSend, peer, const_cast<void*>(buf), bytes});
     return launch(comm, *ref, o, req);
   });
@@ -444,8 +384,15 @@ ternResult_t pointToPoint(bool isSend, const void* buf, size_t count, ternDataTy
 ternResult_t barrier(ternComm_t comm, ternRequest_t* req) {
   return guarded([&] {
     const CommRef ref = acquireComm(comm, "ternBarrier");
-    return launch(comm, *ref, makeOp(Collective::kBarrier, nullptr, nullptr, 0, ternUint8, ternSum, 0), req);
+    return launch(comm, *ref, newOperation(Collective::kBarrier, nullptr, nullptr, 0, ternUint8, ternSum, 0), req);
   });
+}
+
+// The handle for a communicator just made.
+ternComm_t newHandle(std::unique_ptr<Communicator> made) {
+  auto handle = std::make_unique<ternComm>();
+  handle->impl = Communicator::share(std::move(made));
+  return handle.release();
 }
 
 ternResult_t initRank(ternComm_t* comm, int nranks, const ternUniqueId& commId, int rank, ternConfig_t* config) {
@@ -456,9 +403,7 @@ ternResult_t initRank(ternComm_t* comm, int nranks, const ternUniqueId& commId, 
     checkRank(rank, nranks, "ternCommInitRank", "rank");
     UniqueIdData id = UniqueIdData::unpack(commId);
     CommOptions opts = resolveOptions(config);
-    auto handle = std::make_unique<ternComm>();
-    handle->impl = Communicator::share(Communicator::create(nranks, id, rank, opts));
-    *comm = handle.release();
+    *comm = newHandle(Communicator::create(nranks, id, rank, opts));
     return ternSuccess;
   });
 }
@@ -526,14 +471,28 @@ TERN_API ternResult_t ternGetUniqueId(ternUniqueId* uniqueId) {
   return guarded([&] {
     if (uniqueId == nullptr) throwError(ternInvalidArgument, "ternGetUniqueId: uniqueId is NULL");
     requireValidKnobs("ternGetUniqueId");  // the root it may start waits TERN_TIMEOUT
-    UniqueIdData id;
-    if (knobs().transport == "inproc") {
-      id.kind = RendezvousKind::kInproc;
-      id.secret = Secret::random();
-    } else {
-      id = createTcpUniqueId();
+    *uniqueId = Communicator::newUniqueId(knobs().transport == "inproc").pack();
+    return ternSuccess;
+  });
+}
+
+// The numeric TERN_* knobs, for libtern_train (which reads no variable itself). Declared for it in
+// src/train/common.cpp until include/tern/tern_ext.h declares it.
+TERN_API ternResult_t ternGetKnobNumber(const char* name, double fallback, double* value) {
+  return guarded([&] {
+    if (name == nullptr || value == nullptr)
+      throwError(ternInvalidArgument, "ternGetKnobNumber: name or value is NULL");
+    if (std::strncmp(name, "TERN_", 5) != 0 || findKnob(name + 5) == nullptr) {
+      throwError(ternInvalidArgument, "ternGetKnobNumber: %s is not a knob of the table (src/core/env.cpp)", name);
     }
-    *uniqueId = id.pack();
+    const KnobSpec& k = *findKnob(name + 5);
+    if (k.kind == KnobKind::kDecimal) {
+      *value = envDecimal(k.name, fallback);
+    } else if (k.kind == KnobKind::kInt || k.kind == KnobKind::kBytes) {
+      *value = static_cast<double>(envInt(k.name, static_cast<long>(fallback)));
+    } else {
+      throwError(ternInvalidArgument, "ternGetKnobNumber: %s is not a numeric knob", name);
+    }
     return ternSuccess;
   });
 }
@@ -550,20 +509,10 @@ TERN_API ternResult_t ternCommInitRankConfig(ternComm_t* comm, int nranks, ternU
 TERN_API ternResult_t ternCommInitFromEnv(ternComm_t* comm, ternConfig_t* config) {
   return guarded([&] {
     if (comm == nullptr) throwError(ternInvalidArgument, "ternCommInitFromEnv: comm is NULL");
+    *comm = nullptr;
     requireValidKnobs("ternCommInitFromEnv");
-    LaunchEnv env = readLaunchEnv();
-    UniqueIdData id;
-    id.kind = RendezvousKind::kTcp;
-    id.secret = env.secret;
-    id.setRootAddress(env.rootAddress);
-    if (env.rank == 0) {
-      SocketAddress bound;
-      Fd listener = listenOn(env.rootAddress, &bound);
-      startBootstrapRoot(std::move(listener), env.secret, env.size, knobs().timeoutSec);
-    }
-    TERN_LOG(kInfo, kInit, env.rank, "init from %s environment: rank %d of %d, root %s", env.launcher.c_str(), env.rank,
-             env.size, env.rootAddress.toString().c_str());
-    return initRank(comm, env.size, id.pack(), env.rank, config);
+    *comm = newHandle(Communicator::createFromEnvironment(config));
+    return ternSuccess;
   });
 }
 
@@ -574,42 +523,9 @@ TERN_API ternResult_t ternCommSplit(ternComm_t comm, int color, int key, ternCom
     Communicator& c = *ref;
     if (newcomm == nullptr) throwError(ternInvalidArgument, "%s: newcomm is NULL", fn);
     *newcomm = nullptr;
-    int n = c.size();
-    // 1. Everyone learns everyone's (color, key).
-    std::vector<int> mine = {color, key}, all(2 * n);
-    ternResult_t r = allGather(mine.data(), all.data(), 2, ternInt32, comm, nullptr);
-    if (r != ternSuccess) return r;
-    // 2. Members of each color sorted by (key, old rank); the first member makes the group's unique id.
-    std::vector<int> members;
-    for (int i = 0; i < n; ++i) {
-      if (color >= 0 && all[2 * i] == color) members.push_back(i);
-    }
-    std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
-    bool leader = !members.empty() && members[0] == c.rank();
-    ternUniqueId myId;
-    std::memset(&myId, 0, sizeof(myId));
-    if (leader) {
-      UniqueIdData id;
-      if (c.isInproc()) {
-        id.kind = RendezvousKind::kInproc;
-        id.secret = Secret::random();
-      } else {
-        id = createTcpUniqueId();
-      }
-      myId = id.pack();
-    }
-    // 3. Everyone learns the leaders' ids.
-    std::vector<ternUniqueId> ids(n);
-    r = allGather(&myId, ids.data(), sizeof(ternUniqueId), ternUint8, comm, nullptr);
-    if (r != ternSuccess) return r;
-    if (color < 0) return ternSuccess;
-    int newRank = static_cast<int>(std::find(members.begin(), members.end(), c.rank()) - members.begin());
-    ternConfig_t inherited = TERN_CONFIG_INITIALIZER;
-    inherited.timeoutMs = c.options().timeoutMs;
-    inherited.nSocketsPerPeer = c.options().socketsPerPeer;
-    inherited.algo = c.options().algo.c_str();
-    return initRank(newcomm, static_cast<int>(members.size()), ids[members[0]], newRank,
-                    config != nullptr ? config : &inherited);
+    std::unique_ptr<Communicator> child = c.split(color, key, config);
+    if (child) *newcomm = newHandle(std::move(child));
+    return ternSuccess;
   });
 }
 
@@ -775,25 +691,27 @@ TERN_API ternResult_t ternTest(ternRequest_t request, int* done) {
 }
 
 TERN_API ternResult_t ternGroupStart(void) {
-  ++groupDepth;
+  openGroup();
   return ternSuccess;
 }
 
 TERN_API ternResult_t ternGroupEnd(void) {
-  if (groupDepth == 0) return record(ternInvalidUsage, "ternGroupEnd without ternGroupStart");
-  if (--groupDepth > 0) return ternSuccess;
-  std::vector<PendingGroupOp> ops;
-  ops.swap(groupOps);
+  std::vector<GroupedCall> ops;
+  if (!closeGroup(&ops)) return record(ternInvalidUsage, "ternGroupEnd without ternGroupStart");
+  if (ops.empty()) return ternSuccess;
+  auto handleOf = [](const GroupedCall& call) { return static_cast<ternComm_t>(const_cast<void*>(call.handle)); };
   if (ops.size() == 1) {
-    return guarded([&] { return launch(ops[0].comm, *acquireComm(ops[0].comm, "ternGroupEnd"), ops[0].op, nullptr); });
+    return guarded(
+        [&] { return launch(handleOf(ops[0]), *acquireComm(handleOf(ops[0]), "ternGroupEnd"), ops[0].op, nullptr); });
   }
   // Several communicators (e.g. one thread driving several ranks): start all, then wait for all, so that they can
   // depend on each other.
   std::vector<ternRequest_t> requests(ops.size(), nullptr);
   ternResult_t first = ternSuccess;
   for (size_t i = 0; i < ops.size(); ++i) {
-    ternResult_t r = guarded(
-        [&] { return launch(ops[i].comm, *acquireComm(ops[i].comm, "ternGroupEnd"), ops[i].op, &requests[i]); });
+    ternResult_t r = guarded([&] {
+      return launch(handleOf(ops[i]), *acquireComm(handleOf(ops[i]), "ternGroupEnd"), ops[i].op, &requests[i]);
+    });
     if (r != ternSuccess && first == ternSuccess) first = r;
   }
   for (ternRequest_t req : requests) {
@@ -850,43 +768,6 @@ TERN_API ternResult_t ternQueryCompressedAlgorithm(ternComm_t comm, const char* 
   });
 }
 
-namespace {
-
-float toFloatValue(const void* src, ternDataType_t t, size_t i) {
-  switch (t) {
-    case ternFloat16:
-      return halfToFloat(static_cast<const uint16_t*>(src)[i]);
-    case ternBfloat16:
-      return bfloat16ToFloat(static_cast<const uint16_t*>(src)[i]);
-    case ternFloat64:
-      return static_cast<float>(static_cast<const double*>(src)[i]);
-    default:
-      return static_cast<const float*>(src)[i];
-  }
-}
-
-void storeFloatValue(void* dst, ternDataType_t t, size_t i, float v) {
-  switch (t) {
-    case ternFloat16:
-      static_cast<uint16_t*>(dst)[i] = floatToHalf(v);
-      break;
-    case ternBfloat16:
-      static_cast<uint16_t*>(dst)[i] = floatToBfloat16(v);
-      break;
-    case ternFloat64:
-      static_cast<double*>(dst)[i] = v;
-      break;
-    default:
-      static_cast<float*>(dst)[i] = v;
-  }
-}
-
-bool isFloatType(ternDataType_t t) {
-  return t == ternFloat16 || t == ternBfloat16 || t == ternFloat32 || t == ternFloat64;
-}
-
-}  // namespace
-
 TERN_API ternResult_t ternConvert(const void* src, ternDataType_t srcType, void* dst, ternDataType_t dstType,
                                   size_t count) {
   return guarded([&] {
@@ -897,12 +778,7 @@ TERN_API ternResult_t ternConvert(const void* src, ternDataType_t srcType, void*
     }
     checkBuffer(src, count, fn, "src");
     checkBuffer(dst, count, fn, "dst");
-    if (srcType == dstType) {
-      if (src != dst && count > 0) std::memmove(dst, src, count * dataTypeSize(srcType));
-      return ternSuccess;
-    }
-    // Through fp32, as the collectives convert (fp64 to a half type therefore rounds twice, like theirs).
-    for (size_t i = 0; i < count; ++i) storeFloatValue(dst, dstType, i, toFloatValue(src, srcType, i));
+    convertFloats(src, srcType, dst, dstType, count);
     return ternSuccess;
   });
 }
@@ -935,9 +811,7 @@ TERN_API ternResult_t ternCompressorDestroy(ternCompressor_t compressor) {
 
 TERN_API ternResult_t ternCompressorReset(ternCompressor_t compressor) {
   return guarded([&] {
-    Compressor& c = checkCompressor(compressor, "ternCompressorReset");
-    c.worker.reset();
-    c.server.reset();
+    checkCompressor(compressor, "ternCompressorReset").reset();
     return ternSuccess;
   });
 }
@@ -953,41 +827,18 @@ TERN_API ternResult_t ternCompressorSave(ternCompressor_t compressor, void* buff
   return guarded([&] {
     Compressor& c = checkCompressor(compressor, "ternCompressorSave");
     if (bytes == nullptr) throwError(ternInvalidArgument, "ternCompressorSave: bytes is NULL");
-    // Layout: u64 step, u64 worker size, worker checkpoint, server checkpoint.
-    std::vector<uint8_t> w = c.worker.serialize(), sv = c.server.serialize();
-    size_t need = 16 + w.size() + sv.size();
     if (buffer == nullptr) {
-      *bytes = need;
+      *bytes = c.checkpointBytes();
       return ternSuccess;
     }
-    if (*bytes < need)
-      throwError(ternInvalidArgument, "ternCompressorSave: buffer of %zu bytes, need %zu", *bytes, need);
-    uint64_t header[2] = {c.step, w.size()};
-    auto* out = static_cast<uint8_t*>(buffer);
-    std::memcpy(out, header, 16);
-    std::memcpy(out + 16, w.data(), w.size());
-    std::memcpy(out + 16 + w.size(), sv.data(), sv.size());
-    *bytes = need;
+    *bytes = c.saveCheckpoint(buffer, *bytes);
     return ternSuccess;
   });
 }
 
 TERN_API ternResult_t ternCompressorLoad(ternCompressor_t compressor, const void* buffer, size_t bytes) {
   return guarded([&] {
-    Compressor& c = checkCompressor(compressor, "ternCompressorLoad");
-    if (buffer == nullptr || bytes < 16) throwError(ternInvalidArgument, "ternCompressorLoad: truncated checkpoint");
-    uint64_t header[2];
-    std::memcpy(header, buffer, 16);
-    const auto* in = static_cast<const uint8_t*>(buffer);
-    if (header[1] > bytes - 16) throwError(ternInvalidArgument, "ternCompressorLoad: truncated checkpoint");
-    compress::ErrorFeedback w, sv;
-    w.deserialize({in + 16, static_cast<size_t>(header[1])});
-    sv.deserialize({in + 16 + header[1], bytes - 16 - static_cast<size_t>(header[1])});
-    if (w.size() != c.count)
-      throwError(ternInvalidArgument, "ternCompressorLoad: checkpoint is for %zu elements, not %zu", w.size(), c.count);
-    c.worker = std::move(w);
-    c.server = std::move(sv);
-    c.step = header[0];
+    checkCompressor(compressor, "ternCompressorLoad").loadCheckpoint(buffer, bytes);
     return ternSuccess;
   });
 }

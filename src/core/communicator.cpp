@@ -90,9 +90,9 @@ std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdDat
   if (id.kind == RendezvousKind::kInproc) {
     c->inproc_ = true;
     c->network_ = InprocTransport::join(id.secret, rank, nranks);
-    c->hostIds_.assign(nranks, localHostId());
+    c->hostIds_.assign(nranks, hostId());
   } else {
-    BootstrapResult boot = joinBootstrap(id, rank, nranks, localHostId(), deadline, &c->aborted_);
+    BootstrapResult boot = joinBootstrap(id, rank, nranks, hostId(), deadline, &c->aborted_);
     for (const auto& p : boot.peers) c->hostIds_.push_back(p.hostId);
     auto tcp = TcpTransport::connect(rank, nranks, boot, id.secret, opts.socketsPerPeer, deadline, &c->aborted_);
     const std::string& kind = knobs().transport;
@@ -595,6 +595,17 @@ bool Communicator::compressionPays(const CollArgs& args, const std::string& code
            planner::formatTime(plainSeconds).c_str(), pays ? "compressing" : "not compressing (it does not pay)");
   compressionPays_.emplace(key, pays);
   return pays;
+}
+
+Compressor* Communicator::implicitCompressor(const CollArgs& args, void* recvbuff) {
+  const Knobs& k = knobs();
+  if (k.compress.empty() || (args.op != ternSum && args.op != ternAvg) ||
+      !compress::codecInputTypeSupported(args.dtype) ||
+      args.count * dataTypeSize(args.dtype) < static_cast<size_t>(k.compressMinBytes) || nranks_ <= 1 ||
+      !compressionPays(args, k.compress)) {
+    return nullptr;
+  }
+  return defaultCompressor(recvbuff, args.count, args.dtype);
 }
 
 void Communicator::runCompressed(Operation& op) {

@@ -58,18 +58,30 @@ class Communicator {
   static std::shared_ptr<Communicator> share(std::unique_ptr<Communicator> comm);
   ~Communicator();
 
+  // ternCommInitFromEnv: rank, size, root and secret from the launcher's environment (core/env_init.hpp); rank 0
+  // starts the bootstrap root, then every rank joins as create does. config as resolveOptions takes it.
+  static std::unique_ptr<Communicator> createFromEnvironment(const ternConfig_t* config);
+  // An id for a new communicator: of ranks that are threads of this process (inproc), else of a TCP bootstrap
+  // root this process starts and that waits TERN_TIMEOUT for the ranks.
+  static UniqueIdData newUniqueId(bool inproc);
+  // ternCommSplit, collective over this communicator: every rank learns every (color, key); the ranks of a color,
+  // ordered by key then by rank here, form a new communicator whose first member makes its id. config null: the new
+  // communicator inherits this one's timeout, sockets per peer and algorithm override. nullptr for a negative color
+  // (that rank joins none, but takes part in the exchange).
+  std::unique_ptr<Communicator> split(int color, int key, const ternConfig_t* config);
+
   int rank() const { return rank_; }
   int size() const { return nranks_; }
   const std::vector<std::string>& hostIds() const { return hostIds_; }
   // The job topology every rank assembled alike at init (topo/assemble.hpp): what the cost model prices.
   const topo::JobTopology& jobTopology() const { return *job_; }
   const CommOptions& options() const { return options_; }
-  bool isInproc() const { return inproc_; }
   const char* transportName() const { return transport_ ? transport_->name() : network_->name(); }
-  IntraNode* intraNode() { return intraNode_.get(); }
 
   // Queues op (or runs it inline when possible). If blocking, returns after it finished.
   void submit(const std::shared_ptr<Operation>& op, bool blocking);
+  // A blocking call: submit inside enterCall/exitCall; throws the operation's error.
+  void runBlocking(const std::shared_ptr<Operation>& op);
   // Aborts from any thread: wakes every wait, makes peers fail, waits a bounded time (the timeout, at most 5 s) for
   // calls in progress to leave. A call still inside after that keeps the communicator alive (share()).
   void abort(const std::string& reason);
@@ -88,6 +100,10 @@ class Communicator {
   // beats the uncompressed algorithm it would run, or TERN_COMPRESS_WHEN=always. Decided once per (count, dtype);
   // every rank decides the same, from the same model. Only the issuing thread calls it.
   bool compressionPays(const CollArgs& args, const std::string& codecSpec);
+  // The compressor TERN_COMPRESS gives a plain allreduce of args into recvbuff: large float sum/avg allreduces of
+  // unmodified programs where compressionPays (slow links; not shared memory or small calls), one error-feedback
+  // state per (receive buffer, count, dtype), i.e. per gradient tensor of a training loop. nullptr: uncompressed.
+  Compressor* implicitCompressor(const CollArgs& args, void* recvbuff);
 
   // The algorithm that will run for args (for logs and perf JSON).
   std::string algorithmFor(const CollArgs& args);

@@ -24,6 +24,20 @@ struct Compressor {
   // method "sign", params "rms" -> spec "sign:rms"; a method that already holds ':' params is taken as is.
   static std::unique_ptr<Compressor> create(const std::string& method, const char* params, size_t count,
                                             ternDataType_t dtype);
+
+  // Forgets the error feedback (both sides); seed and step stay.
+  void reset();
+
+  // The checkpoint (ternCompressorSave/Load): u64 step, u64 bytes of the worker state, the worker state, the
+  // server state (compress::ErrorFeedback::serialize), in host byte order.
+  // Its size in bytes.
+  size_t checkpointBytes() const;
+  // Writes it to out, which holds capacity bytes (ternInvalidArgument when fewer than checkpointBytes());
+  // returns the bytes written.
+  size_t saveCheckpoint(void* out, size_t capacity) const;
+  // Replaces the error feedback and step with a checkpoint's; ternInvalidArgument for a truncated one or one of
+  // another element count, which leaves this compressor as it was.
+  void loadCheckpoint(const void* in, size_t bytes);
 };
 
 }  // namespace tern

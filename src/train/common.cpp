@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+// Exported by libtern (src/core/api.cpp); its declaration belongs in include/tern/tern_ext.h.
+extern "C" ternResult_t ternGetKnobNumber(const char* name, double fallback, double* value);
+
 namespace tern::train::detail {
 
 void fail(ternResult_t code, const char* format, ...) {
@@ -37,16 +40,10 @@ size_t floatTypeSize(ternDataType_t dtype) {
 }
 
 size_t defaultBucketBytes() {
-  const char* env = std::getenv("TERN_BUCKET_MB");
-  if (env != nullptr && env[0] != '\0') {
-    char* end = nullptr;
-    double mb = std::strtod(env, &end);
-    if (end == env || *end != '\0' || !(mb > 0)) {
-      fail(ternInvalidArgument, "TERN_BUCKET_MB=%s: expected a positive number of megabytes", env);
-    }
-    return static_cast<size_t>(mb * 1024 * 1024);
-  }
-  return size_t{25} * 1024 * 1024;
+  // Read through the core's knobs table (its range check and message): libtern_train reads no variable itself.
+  double mb = 0;
+  check(ternGetKnobNumber("TERN_BUCKET_MB", 25, &mb), nullptr, "TERN_BUCKET_MB");
+  return static_cast<size_t>(mb * 1024 * 1024);
 }
 
 PendingOp& PendingOp::operator=(PendingOp&& o) noexcept {

@@ -1,0 +1,28 @@
+// Call groups (ternGroupStart/ternGroupEnd), per thread as NCCL's: calls issued inside a group are recorded, not
+// run, and run together when the outermost group ends.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/operation.hpp"
+
+namespace tern {
+
+struct GroupedCall {
+  const void* handle;  // the communicator handle the call was issued on, checked again when the group runs
+  std::shared_ptr<Operation> op;
+};
+
+// Opens a group (groups nest).
+void openGroup();
+// Whether this thread has a group open.
+bool groupOpen();
+// Records op for handle in the open group. Consecutive point-to-point calls on one communicator merge into one
+// batch (one operation), so that matching sends and receives run together.
+void recordInGroup(const void* handle, std::shared_ptr<Operation> op);
+// Closes a group: false when none is open; otherwise true, with *toRun the calls to run now when it was the
+// outermost (empty while still nested).
+bool closeGroup(std::vector<GroupedCall>* toRun);
+
+}  // namespace tern

@@ -1,0 +1,17 @@
+// Operations for the calls a thread issues, recycled: a blocking call's operation is released when it returns, and
+// allocating a new one (with its mutex, condition variable and argument vectors) is a tenth of a small
+// shared-memory call.
+#pragma once
+
+#include <memory>
+
+#include "core/operation.hpp"
+
+namespace tern {
+
+// A cleared operation for one call: the thread's spare when no one else holds it any more (no request handle, no
+// queue, no worker still finishing it), else a new one that becomes the spare.
+std::shared_ptr<Operation> newOperation(Collective coll, const void* input, void* output, size_t count,
+                                        ternDataType_t dtype, ternRedOp_t op, int root);
+
+}  // namespace tern
