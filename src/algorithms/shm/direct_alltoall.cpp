@@ -108,7 +108,7 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   }
   const size_t peerBytes = alltoallPeerBytes(a, me, n);
   const bool inlineMine =
-      (forced == ShmAlgorithm::kNone ? forms.inlineLimit >= peerBytes : forced == ShmAlgorithm::kSmall) &&
+      (forced == ShmAlgorithm::kNone ? shmAlltoAllInlineLimit(a, n) >= peerBytes : forced == ShmAlgorithm::kSmall) &&
       peerBytes <= alltoallInlineCapacity(n);
   // In place, blocks that peers read from this rank's buffer go to private scratch first.
   const char* src = c.in;

@@ -133,11 +133,11 @@ void pipelinedReduce(DirectCall& c);
 
 // All-to-all and alltoallv (direct_alltoall.cpp): one table exchange through the staging slots, then the blocks
 // inline from the slots, read in place or by CMA, or staged in rounds, as every rank's table decides alike. Uses
-// global chunks from chunkSeq on (advanced past them) and returns what ran: kSmall (every block inline), kCma or
+// global chunks from chunkSeq on (advanced past them); unforced, a rank sends inline up to shmAlltoAllInlineLimit.
+// Returns what ran: kSmall (every block inline), kCma or
 // kMapped (read from the senders' buffers by CMA or in place), kPipelined (staged).
 struct AlltoAllForms {
   ShmAlgorithm forced = ShmAlgorithm::kNone;  // TERN_ALGO's entry: exactly that form, or an error on every rank
-  size_t inlineLimit = 0;                     // a rank sends inline when its blocks for peers take at most this
   bool allowCma = true;
   bool allowMapped = true;
 };

@@ -111,15 +111,19 @@ size_t shmCmaMinBytes(Collective c, int nranks) {
   return kCmaDefaultMinBytes;
 }
 
-size_t shmAlltoAllInlineLimit(int nranks) { return alltoallInlineCapacity(nranks); }
+size_t shmAlltoAllInlineLimit(const CollArgs& a, int nranks) {
+  const size_t capacity = alltoallInlineCapacity(nranks);
+  if (a.inPlace) return capacity;
+  return std::min(capacity, (size_t{32} << 10) * static_cast<size_t>(std::max(1, nranks - 1)));
+}
 
 ShmAlgorithm defaultShmAlgorithm(const CollArgs& a, int nranks) {
   if (a.coll == Collective::kBarrier) return ShmAlgorithm::kSmall;
   if (isAlltoAll(a.coll)) {
     if (!alltoallApplies(a, nranks, nullptr)) return ShmAlgorithm::kNone;
     if (a.coll == Collective::kAlltoAllv) return ShmAlgorithm::kPipelined;
-    return alltoallPeerBytes(a, 0, nranks) <= shmAlltoAllInlineLimit(nranks) ? ShmAlgorithm::kSmall
-                                                                             : ShmAlgorithm::kPipelined;
+    return alltoallPeerBytes(a, 0, nranks) <= shmAlltoAllInlineLimit(a, nranks) ? ShmAlgorithm::kSmall
+                                                                                : ShmAlgorithm::kPipelined;
   }
   if (!isDirectDataCollective(a.coll) || dataTypeSize(a.dtype) == 0) return ShmAlgorithm::kNone;
   return shmInputBytes(a, nranks) <= shmSmallLimit(a.coll, nranks) ? ShmAlgorithm::kSmall : ShmAlgorithm::kPipelined;

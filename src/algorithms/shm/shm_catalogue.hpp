@@ -45,8 +45,9 @@ size_t shmSmallLimit(Collective c, int nranks);
 
 // All-to-all: the most bytes a rank sends to its peers inline in its staging slot (beyond, they are read from its
 // buffer by CMA or in place, or staged in rounds). Two copies and one synchronisation beat a system call per peer
-// and an end barrier while the blocks stay in cache.
-size_t shmAlltoAllInlineLimit(int nranks);
+// and an end barrier up to a few tens of KiB per peer; in place, reading from the buffer costs a third copy (the
+// private one), so inline wins up to the slot.
+size_t shmAlltoAllInlineLimit(const CollArgs& a, int nranks);
 
 // Ordinary buffers of at least this many input bytes per rank, between processes that may read each other, take the
 // chunked default's CMA form (the TERN_SHM_CMA_MIN_BYTES knob overrides it for every collective). Gathers copy the
