@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <utility>
 
 #include "core/log.hpp"
 #include "transport/shm/intra_node.hpp"
@@ -20,10 +21,11 @@ namespace shm {
 namespace {
 
 struct Registration {
-  uint64_t segId;
-  int fd;  // -1: plain memory (memfd unavailable), freed with std::free
-  uint64_t ino;
-  size_t bytes;
+  uint64_t segId = 0;
+  int fd = -1;  // -1: plain memory (memfd unavailable), freed with std::free
+  uint64_t ino = 0;
+  size_t bytes = 0;
+  MappedFile file;  // the memfd's mapping (fd >= 0)
 };
 
 // Registered segments by base address. Lookups happen once per buffer per pipelined collective, so a mutex and a
@@ -105,10 +107,6 @@ int openPeerFd(pid_t pid, int fd, uint64_t ino) {
   return mine;
 }
 
-PeerMappings::~PeerMappings() {
-  for (const Mapping& m : lru_) ::munmap(m.base, m.bytes);
-}
-
 char* PeerMappings::resolve(pid_t pid, uint64_t token, const BufferRef& ref, size_t bytes) {
   // The peer wrote ref: no sum that can wrap.
   if (ref.segBytes == 0 || ref.offset > ref.segBytes || bytes > ref.segBytes - ref.offset) {
@@ -118,12 +116,12 @@ char* PeerMappings::resolve(pid_t pid, uint64_t token, const BufferRef& ref, siz
   for (auto it = lru_.begin(); it != lru_.end(); ++it) {
     if (it->token == token && it->segId == ref.segId) {
       // Against what is mapped, not what the peer claims this time.
-      if (ref.offset > it->bytes || bytes > it->bytes - ref.offset) {
+      if (ref.offset > it->file.size() || bytes > it->file.size() - ref.offset) {
         errno = EINVAL;
         return nullptr;
       }
       if (it != lru_.begin()) lru_.splice(lru_.begin(), lru_, it);
-      return lru_.front().base + ref.offset;
+      return lru_.front().file.data() + ref.offset;
     }
   }
   int fd = openPeerFd(pid, ref.fd, ref.ino);
@@ -136,19 +134,17 @@ char* PeerMappings::resolve(pid_t pid, uint64_t token, const BufferRef& ref, siz
     errno = EINVAL;
     return nullptr;
   }
-  void* p = ::mmap(nullptr, ref.segBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  MappedFile file = MappedFile::map(fd, ref.segBytes);
   int err = errno;
   ::close(fd);
-  if (p == MAP_FAILED) {
+  if (!file.valid()) {
     errno = err;
     return nullptr;
   }
-  lru_.push_front(Mapping{token, ref.segId, static_cast<char*>(p), ref.segBytes});
-  while (lru_.size() > capacity_) {
-    ::munmap(lru_.back().base, lru_.back().bytes);
-    lru_.pop_back();
-  }
-  return static_cast<char*>(p) + ref.offset;
+  char* base = file.data();
+  lru_.push_front(Mapping{token, ref.segId, std::move(file)});
+  while (lru_.size() > capacity_) lru_.pop_back();
+  return base + ref.offset;
 }
 
 }  // namespace shm
@@ -158,14 +154,19 @@ void* shmAlloc(size_t bytes) {
   shm::Registry& r = shm::registry();
   int fd = shm::createMemfd("tern-mem");
   if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(rounded)) == 0 && shm::sealSize(fd)) {
-    void* p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    shm::MappedFile file = shm::MappedFile::map(fd, rounded);
     struct stat st {};
-    if (p != MAP_FAILED && ::fstat(fd, &st) == 0) {
+    if (file.valid() && ::fstat(fd, &st) == 0) {
+      char* p = file.data();
       std::lock_guard<std::mutex> lock(r.mutex);
-      r.segments[reinterpret_cast<uintptr_t>(p)] = shm::Registration{r.nextId++, fd, st.st_ino, rounded};
+      shm::Registration& reg = r.segments[reinterpret_cast<uintptr_t>(p)];
+      reg.segId = r.nextId++;
+      reg.fd = fd;
+      reg.ino = st.st_ino;
+      reg.bytes = rounded;
+      reg.file = std::move(file);
       return p;
     }
-    if (p != MAP_FAILED) ::munmap(p, rounded);
   }
   if (fd >= 0) ::close(fd);
   // No memfd (or no memory for it): plain memory still works everywhere, only without zero-copy.
@@ -173,7 +174,7 @@ void* shmAlloc(size_t bytes) {
   void* p = std::aligned_alloc(shm::kPage, rounded);
   if (p == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.segments[reinterpret_cast<uintptr_t>(p)] = shm::Registration{0, -1, 0, rounded};
+  r.segments[reinterpret_cast<uintptr_t>(p)].bytes = rounded;
   return p;
 }
 
@@ -188,14 +189,16 @@ void shmFree(void* p) {
       TERN_LOG(kWarn, kShm, -1, "ternMemFree: %p was not allocated by ternMemAlloc; ignored", p);
       return;
     }
-    reg = it->second;
+    reg = std::move(it->second);
     r.segments.erase(it);
   }
   if (reg.fd < 0) {
     std::free(p);
     return;
   }
-  ::munmap(p, reg.bytes);
+  // A peer mapping of this process that still holds the file (PeerMappings) keeps the memory mapped until it lets
+  // go, as the owner's free leaves a peer process's mapping in place.
+  reg.file.reset();
   ::close(reg.fd);
 }
 

@@ -5,7 +5,8 @@
 // opens it through /proc/<owner pid>/fd/<fd> (allowed where ptrace read access is, i.e. same user and no hardening
 // against it; setup probes this once per pair) and checks the inode, so a file descriptor number the owner has since
 // reused is never mistaken for the buffer. Peers cache their mappings by (owner, segment id): per call only
-// (segment id, offset) travels, through the shared control area.
+// (segment id, offset) travels, through the shared control area. Mappings go through mapped_file.hpp, so a buffer of
+// this very process (ranks that are threads, made to map each other's buffers) is the owner's own mapping.
 #pragma once
 
 #include <sys/types.h>
@@ -16,6 +17,7 @@
 #include <map>
 #include <utility>
 
+#include "transport/shm/mapped_file.hpp"
 #include "transport/shm/shm_layout.hpp"
 
 namespace tern::shm {
@@ -42,7 +44,6 @@ int openPeerFd(pid_t pid, int fd, uint64_t ino);
 class PeerMappings {
  public:
   explicit PeerMappings(size_t capacity) : capacity_(capacity) {}
-  ~PeerMappings();
   PeerMappings(const PeerMappings&) = delete;
   PeerMappings& operator=(const PeerMappings&) = delete;
 
@@ -54,8 +55,7 @@ class PeerMappings {
   struct Mapping {
     uint64_t token;
     uint64_t segId;
-    char* base;
-    size_t bytes;
+    MappedFile file;
   };
   size_t capacity_;
   std::list<Mapping> lru_;

@@ -32,8 +32,7 @@ Segment::~Segment() { reset(); }
 Segment& Segment::operator=(Segment&& o) noexcept {
   if (this != &o) {
     reset();
-    data_ = std::exchange(o.data_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
+    mapping_ = std::move(o.mapping_);
     name_ = std::move(o.name_);
     linked_ = std::exchange(o.linked_, false);
   }
@@ -42,9 +41,7 @@ Segment& Segment::operator=(Segment&& o) noexcept {
 
 void Segment::reset() {
   unlink();
-  if (data_ != nullptr) ::munmap(data_, bytes_);
-  data_ = nullptr;
-  bytes_ = 0;
+  mapping_.reset();
 }
 
 void Segment::unlink() {
@@ -66,15 +63,13 @@ Segment Segment::create(const std::string& name, size_t bytes, size_t populateBy
     throwError(ternSystemError, "ftruncate(%s, %zu) failed: %s (is /dev/shm large enough?)", name.c_str(), bytes,
                std::strerror(errno));
   }
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED)
+  s.mapping_ = MappedFile::map(fd, bytes);
+  if (!s.mapping_.valid())
     throwError(ternSystemError, "mmap(%s, %zu) failed: %s", name.c_str(), bytes, std::strerror(errno));
-  s.data_ = static_cast<char*>(p);
-  s.bytes_ = bytes;
   if (populateBytes > 0) {
     // Writing (not just reading) allocates the tmpfs pages now; a fault in the middle of a timed collective would
     // cost more than this one-time memset.
-    std::memset(s.data_, 0, std::min(populateBytes, bytes));
+    std::memset(s.data(), 0, std::min(populateBytes, bytes));
   }
   if (setupRank >= 0) setupKillPoint(setupRank, "created");
   return s;
@@ -94,15 +89,15 @@ Segment Segment::open(const std::string& name, size_t expectedBytes, size_t popu
                name.c_str(), static_cast<long long>(st.st_size), static_cast<unsigned>(st.st_uid), expectedBytes,
                static_cast<unsigned>(::geteuid()));
   }
-  void* p = ::mmap(nullptr, expectedBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) throwError(ternSystemError, "mmap(%s) failed: %s", name.c_str(), std::strerror(errno));
   Segment s;
   s.name_ = name;
-  s.data_ = static_cast<char*>(p);
-  s.bytes_ = expectedBytes;
+  s.mapping_ = MappedFile::map(fd, expectedBytes);
+  if (!s.mapping_.valid()) throwError(ternSystemError, "mmap(%s) failed: %s", name.c_str(), std::strerror(errno));
 #ifdef MADV_POPULATE_WRITE
-  // Best effort (Linux >= 5.14): map the pages now instead of taking a minor fault per page in the first calls.
-  if (populateBytes > 0) ::madvise(s.data_, std::min(populateBytes, expectedBytes), MADV_POPULATE_WRITE);
+  // Best effort (Linux >= 5.14): map the pages now instead of taking a minor fault per page in the first calls (a
+  // mapping this process already had has them).
+  if (populateBytes > 0 && s.mapping_.fresh())
+    ::madvise(s.data(), std::min(populateBytes, expectedBytes), MADV_POPULATE_WRITE);
 #else
   (void)populateBytes;
 #endif

@@ -4,10 +4,15 @@
 // memory, and the TCP mesh can only carry bytes, not file descriptors. The name lives only for the setup
 // handshake: the creator unlinks it as soon as every peer reports that it has mapped it, so after setup nothing is
 // left in /dev/shm for a crash to leak; the memory itself lives on until the last mapping goes away.
+//
+// Within one process a segment is mapped once (mapped_file.hpp): the creator and every rank that is a thread of the
+// same process share that address.
 #pragma once
 
 #include <cstddef>
 #include <string>
+
+#include "transport/shm/mapped_file.hpp"
 
 namespace tern::shm {
 
@@ -26,22 +31,22 @@ class Segment {
   static Segment create(const std::string& name, size_t bytes, size_t populateBytes, int setupRank = -1);
   // Opens a peer's segment, checks that it is a regular shared-memory object of exactly expectedBytes owned by
   // this user (a stale or foreign object with the same name must not be mapped), and maps it, with the first
-  // populateBytes (which the creator has already allocated) mapped at once. Throws tern::Error.
+  // populateBytes (which the creator has already allocated) mapped at once; a segment this process maps already
+  // (its creator is a thread here) is shared at the address it has. Throws tern::Error.
   static Segment open(const std::string& name, size_t expectedBytes, size_t populateBytes);
 
   // Removes the name (the mapping stays valid). Idempotent; only the creator unlinks.
   void unlink();
 
-  char* data() const { return data_; }
-  size_t size() const { return bytes_; }
+  char* data() const { return mapping_.data(); }
+  size_t size() const { return mapping_.size(); }
   const std::string& name() const { return name_; }
-  bool valid() const { return data_ != nullptr; }
+  bool valid() const { return mapping_.valid(); }
 
  private:
   void reset();
 
-  char* data_ = nullptr;
-  size_t bytes_ = 0;
+  MappedFile mapping_;
   std::string name_;
   bool linked_ = false;  // created here and not yet unlinked
 };
