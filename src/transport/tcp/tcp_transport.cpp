@@ -416,7 +416,7 @@ void TcpTransport::postRecv(int peer, void* data, size_t bytes, Transfer* transf
 }
 
 void TcpTransport::post(int peer, char* data, size_t bytes, Transfer* transfer, bool isSend) {
-  throwIfAborted();
+  throwIfFailed();
   if (peer < 0 || peer >= nranks_ || peer == rank_) {
     throwError(ternInternalError, "tcp: rank %d posted a transfer to invalid peer %d", rank_, peer);
   }
@@ -442,6 +442,11 @@ void TcpTransport::post(int peer, char* data, size_t bytes, Transfer* transfer, 
 
 void TcpTransport::throwIfAborted() {
   if (abortSignal_.raised()) throw Error(ternRemoteError, abortSignal_.errorMessage(rank_));
+}
+
+void TcpTransport::throwIfFailed() {
+  throwIfAborted();
+  if (failure_) throw Error(*failure_);
 }
 
 void TcpTransport::connectionLost(const Channel& c, const char* during, int err) {
@@ -551,6 +556,16 @@ int TcpTransport::drive(Channel& c) {
 }
 
 int TcpTransport::progress(int waitMs) {
+  throwIfFailed();
+  try {
+    return progressOnce(waitMs);
+  } catch (const Error& e) {
+    if (!failure_) failure_ = std::make_unique<Error>(e);
+    throw;
+  }
+}
+
+int TcpTransport::progressOnce(int waitMs) {
   throwIfAborted();
   if (noticed_.load(std::memory_order_acquire)) throwNotice();
   int completed = 0;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/bootstrap.hpp"
+#include "core/error.hpp"
 #include "transport/abort_signal.hpp"
 #include "transport/transport.hpp"
 
@@ -110,10 +111,12 @@ class TcpTransport : public Transport {
 
   TcpTransport(int rank, int nranks, int socketsPerPeer);
   void post(int peer, char* data, size_t bytes, Transfer* transfer, bool isSend);
+  int progressOnce(int waitMs);
   int drive(Channel& c);
   int driveSends(Channel& c);
   int driveRecvs(Channel& c);
   void throwIfAborted();
+  void throwIfFailed();
   void checkHeader(const Channel& c, const Part& p) const;
   [[noreturn]] void connectionLost(const Channel& c, const char* during, int err);
 
@@ -146,6 +149,9 @@ class TcpTransport : public Transport {
   std::vector<std::string> peerAddress_;
   std::vector<bool> sameHost_;
   AbortSignal abortSignal_;
+  // The first error progress() threw (a size mismatch, a lost connection): every later call throws it again, since
+  // the streams it came from are out of step or gone.
+  std::unique_ptr<Error> failure_;
 
   std::vector<Control> control_;  // [peer]; empty with fewer than three ranks
   std::mutex controlMutex_;
