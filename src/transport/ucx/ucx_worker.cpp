@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -16,19 +17,36 @@ const char* envOr(const char* name, const char* fallback) {
   return v != nullptr ? v : fallback;
 }
 
-// True when UCX_TLS names only tcp (and self): UCX will carry everything over TCP sockets.
-bool tcpOnly(const char* tls) {
-  if (tls == nullptr || *tls == '\0' || *tls == '^') return false;
-  std::string list(tls);
-  size_t start = 0;
+// The transport names of a UCX_TLS list, without a leading "^" (which makes it an exclusion list).
+std::vector<std::string> tlsNames(const std::string& list) {
+  std::vector<std::string> names;
+  size_t start = list.empty() || list[0] != '^' ? 0 : 1;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
-    std::string name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (name != "tcp" && name != "self") return false;
+    names.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
+  return names;
+}
+
+bool isExclusionList(const char* tls) { return tls != nullptr && tls[0] == '^'; }
+
+// True when UCX_TLS names only tcp (and self): UCX will carry everything over TCP sockets.
+bool tcpOnly(const char* tls) {
+  if (tls == nullptr || *tls == '\0' || isExclusionList(tls)) return false;
+  for (const std::string& name : tlsNames(tls))
+    if (name != "tcp" && name != "self") return false;
   return true;
+}
+
+// True when UCX may use its TCP transport: UCX_TLS unset (all transports), a list naming tcp (or "all"), or an
+// exclusion list that does not name tcp.
+bool tcpMayCarryMessages(const char* tls) {
+  if (tls == nullptr || *tls == '\0') return true;
+  bool named = false;
+  for (const std::string& name : tlsNames(tls)) named = named || name == "tcp" || name == "all";
+  return isExclusionList(tls) ? !named : named;
 }
 
 }  // namespace
@@ -43,6 +61,16 @@ Worker::Worker(int rank, int nranks) : rank_(rank) {
     ucs_status_t s = ucp_config_modify(config, "RNDV_THRESH", "inf");
     if (s == UCS_OK)
       TERN_LOG(kInfo, kNet, rank, "ucx: UCX_TLS is TCP-only: rendezvous off (set UCX_RNDV_THRESH to override)");
+  }
+  // UCX 1.13's TCP transport can complete a zero-copy active message twice when a connection is reset while the
+  // message is being sent (the socket error purges it, the endpoint's failure then completes it again) and aborts
+  // the process on its own assertion: a survivor whose peer exits mid-send would crash instead of reporting the
+  // lost rank. Eager messages over TCP therefore go by copy (UCX_ZCOPY_THRESH=inf); rendezvous (CMA, RDMA) keeps
+  // zero copy. Set UCX_ZCOPY_THRESH to choose otherwise.
+  if (tcpMayCarryMessages(std::getenv("UCX_TLS")) && std::getenv("UCX_ZCOPY_THRESH") == nullptr) {
+    ucs_status_t s = ucp_config_modify(config, "ZCOPY_THRESH", "inf");
+    if (s == UCS_OK)
+      TERN_LOG(kInfo, kNet, rank, "ucx: eager messages over TCP by copy (set UCX_ZCOPY_THRESH to override)");
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
