@@ -13,10 +13,12 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <pugixml.hpp>
 #include <sstream>
 #include <string_view>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 #include "core/error.hpp"
 #include "topo/detect.hpp"
@@ -311,6 +313,61 @@ constexpr auto kHwlocImportDeadline = std::chrono::seconds(30);
 constexpr int kChildImported = 0;
 constexpr int kChildRejected = 3;
 
+// Bounds on what hwloc is handed, checked first: hwloc sizes a cpuset or nodeset by the largest OS index it sets
+// and takes a PU or NUMA node without an os_index as index 2^32 - 1, so a few bytes make it allocate and clear up to
+// a gigabyte (seconds of work), and it imports nested objects recursively. No machine comes near these.
+constexpr unsigned long kMaxHwlocOsIndex = 1ul << 20;
+constexpr int kMaxHwlocObjectDepth = 128;
+
+long lineAt(std::string_view text, ptrdiff_t offset) {
+  const auto end = text.begin() + std::clamp<ptrdiff_t>(offset, 0, static_cast<ptrdiff_t>(text.size()));
+  return 1 + static_cast<long>(std::count(text.begin(), end, '\n'));
+}
+
+// Refuses, naming the line, objects nested deeper than kMaxHwlocObjectDepth, an os_index that is not a decimal
+// number up to kMaxHwlocOsIndex, and a PU or NUMA node without one. A document pugixml cannot parse is left to
+// hwloc, which refuses it with its own message; everything else is hwloc's to judge too.
+void checkHwlocXmlBounds(std::string_view text, const std::string& source) {
+  pugi::xml_document doc;
+  if (!doc.load_buffer(text.data(), text.size(), pugi::parse_default, pugi::encoding_utf8)) return;
+  std::vector<std::pair<pugi::xml_node, int>> pending{{doc.document_element(), 0}};
+  while (!pending.empty()) {
+    const auto [node, outer] = pending.back();
+    pending.pop_back();
+    const bool object = std::string_view(node.name()) == "object";
+    const int depth = outer + (object ? 1 : 0);
+    if (object) {
+      const long line = lineAt(text, node.offset_debug());
+      if (depth > kMaxHwlocObjectDepth) {
+        throwError(ternInvalidArgument, "%s: line %ld: objects nested more than %d deep; the file is malformed",
+                   source.c_str(), line, kMaxHwlocObjectDepth);
+      }
+      const pugi::xml_attribute index = node.attribute("os_index");
+      const std::string_view type = node.attribute("type").value();
+      if (!index && (type == "PU" || type == "NUMANode")) {
+        throwError(ternInvalidArgument, "%s: line %ld: a %.*s object without an os_index; the file is malformed",
+                   source.c_str(), line, static_cast<int>(type.size()), type.data());
+      }
+      if (index) {
+        const std::string_view v = index.value();
+        const bool digits =
+            !v.empty() && v.size() <= 7 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (!digits || std::stoul(std::string(v)) > kMaxHwlocOsIndex) {
+          throwError(ternInvalidArgument,
+                     "%s: line %ld: os_index \"%.*s\" is not a number up to %lu; the file is "
+                     "malformed",
+                     source.c_str(), line, static_cast<int>(std::min<size_t>(v.size(), 32)), v.data(),
+                     kMaxHwlocOsIndex);
+        }
+      }
+    }
+    // Children pushed last first, so the first offending object in document order is the one reported.
+    for (pugi::xml_node child = node.last_child(); child; child = child.previous_sibling()) {
+      if (child.type() == pugi::node_element) pending.emplace_back(child, depth);
+    }
+  }
+}
+
 // Imports and converts; every rejection is an Error. `text` must be followed by a NUL (std::string's is), which
 // hwloc's buffer size includes.
 HostTopology importHwlocXml(std::string_view text, const std::string& source) {
@@ -382,6 +439,7 @@ HostTopology parseHwlocXml(std::string_view text, const std::string& source) {
     throwError(ternInvalidArgument, "%s: %zu bytes is too large for an hwloc XML topology (at most %zu)",
                source.c_str(), text.size(), kMaxHwlocXmlBytes);
   }
+  checkHwlocXmlBounds(text, source);
   const std::string owned(text);  // NUL-terminated, as hwloc's buffer import wants
   importInChild(owned, source);
   return importHwlocXml(owned, source);

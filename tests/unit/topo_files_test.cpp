@@ -170,6 +170,31 @@ TEST(TopoFiles, NcclXmlFixture) {
   EXPECT_EQ(paths.get(gpu0, ib).bandwidth, 12);  // PCIe Gen3 x16
 }
 
+// What hwloc would spend seconds and a gigabyte on (an OS index near 2^32 sizes its bitmaps; a PU without one is
+// taken as 2^32 - 1) or recurse through is refused before hwloc sees it, naming the line.
+TEST(TopoFiles, HwlocXmlBeyondItsBoundsIsRefusedBeforeImport) {
+#ifndef TERN_HAVE_HWLOC
+  GTEST_SKIP() << "built without hwloc";
+#endif
+  TempDir dir;
+  const std::string head =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<topology version=\"2.0\">\n"
+      "<object type=\"Machine\" os_index=\"0\" cpuset=\"0x1\" nodeset=\"0x1\">\n";
+  const std::string tail = "</object>\n</topology>\n";
+  expectInvalid(dir.write("huge.xml", head + "<object type=\"NUMANode\" os_index=\"4000000000\" nodeset=\"0x1\"/>\n" +
+                                          "<object type=\"PU\" os_index=\"0\" cpuset=\"0x1\"/>\n" + tail),
+                "line 4: os_index \"4000000000\" is not a number up to 1048576");
+  expectInvalid(dir.write("noindex.xml", head + "<object type=\"NUMANode\" os_index=\"0\" nodeset=\"0x1\"/>\n" +
+                                             "<object type=\"PU\" cpuset=\"0x1\"/>\n" + tail),
+                "line 5: a PU object without an os_index");
+  expectInvalid(dir.write("text.xml", head + "<object type=\"PU\" os_index=\"0x10\" cpuset=\"0x1\"/>\n" + tail),
+                "os_index \"0x10\" is not a number");
+  std::string deep = head;
+  for (int i = 0; i < 200; ++i) deep += "<object type=\"Group\">\n";
+  for (int i = 0; i < 200; ++i) deep += "</object>\n";
+  expectInvalid(dir.write("deep.xml", deep + tail), "line 131: objects nested more than 128 deep");
+}
+
 TEST(TopoFiles, HwlocXmlFixture) {
 #ifndef TERN_HAVE_HWLOC
   GTEST_SKIP() << "built without hwloc";
