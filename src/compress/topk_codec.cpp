@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "compress/isa.hpp"
@@ -109,6 +110,90 @@ size_t runSelect(const TopkSelectArgs& a) {
   return topkSelectScalar(a);
 }
 
+void storeValue(uint8_t* values, size_t slot, float v, bool fp16Values) {
+  if (fp16Values) {
+    const uint16_t h = floatToHalfBits(v);
+    std::memcpy(values + 2 * slot, &h, 2);
+  } else {
+    std::memcpy(values + 4 * slot, &v, 4);
+  }
+}
+
+// Exact selection of the whole chunk: threshold by radix select, then the selection pass. a.source says where v
+// is (kInputAndResidual on first touch); returns the kept count.
+size_t exactSelect(TopkSelectArgs& a, size_t k) {
+  size_t greater = 0;
+  exactThreshold(a, k, a.threshold, greater);
+  a.tieBudget = k - greater;
+  return runSelect(a);
+}
+
+// Sampled selection. Cutting the elements at or above the sampled threshold T in index order when more than k
+// qualify would drop the same end of the chunk call after call, whatever its residual grows to. So: every element
+// with key >= T is a candidate; when at most k are, all are sent; when more are, the k largest of them with ties
+// to the lower index, which is the exact selection's set (the exact k-th key is >= T once k keys are). The rule
+// names a set, not an order of work, so the CUDA kernels reach the same bits their own way (topk_kernels.cu).
+//
+// The candidates (usually about k) are gathered by one selection pass into a scratch list with room for a few
+// twice k, which keeps the sampled path at one pass over the chunk; the rare chunk with more (a threshold on a
+// run of equal keys, such as zeros) restores the residual and takes the exact selection.
+size_t sampledSelect(TopkSelectArgs a, const TopkPlan& plan, const EncodeContext& ctx) {
+  const size_t k = plan.k;
+  const bool fp16Values = a.fp16Values;
+  uint8_t* const indices = a.indices;
+  uint8_t* const values = a.values;
+  const size_t room = std::min(a.n, 2 * k + 64);
+  // Not zero-filled: the pass writes every slot it reports.
+  const std::unique_ptr<uint32_t[]> candidateIndex(new uint32_t[room]);
+  const std::unique_ptr<float[]> candidateValue(new float[room]);
+  TopkSelectArgs gather = a;
+  gather.threshold = sampledThreshold(a, plan, ctx);
+  gather.tieBudget = room;
+  gather.cap = room;
+  gather.fp16Values = false;  // v itself, so a dropped candidate's residual can be put back exactly
+  gather.indices = reinterpret_cast<uint8_t*>(candidateIndex.get());
+  gather.values = reinterpret_cast<uint8_t*>(candidateValue.get());
+  const size_t candidates = runSelect(gather);
+  // The pass left residual = v everywhere but at the candidates (0 there); put v back where it is not sent.
+  auto restore = [&](size_t c) {
+    if (a.residual) a.residual[candidateIndex[c]] = candidateValue[c];
+  };
+  if (candidates == room && room < a.n) {
+    // Possibly more candidates than room: v is in the residual (or the input) everywhere once restored.
+    for (size_t c = 0; c < candidates; ++c) restore(c);
+    if (a.residual) a.source = TopkSource::kResidual;
+    return exactSelect(a, k);
+  }
+  uint32_t threshold = 0;
+  size_t tieBudget = candidates;
+  if (candidates > k) {
+    std::vector<uint32_t> keys(candidates);
+    for (size_t c = 0; c < candidates; ++c) keys[c] = absKey(candidateValue[c]);
+    auto kth = keys.begin() + static_cast<std::ptrdiff_t>(k - 1);
+    std::nth_element(keys.begin(), kth, keys.end(), std::greater<uint32_t>());
+    threshold = *kth;
+    const size_t greater =
+        static_cast<size_t>(std::count_if(keys.begin(), keys.end(), [&](uint32_t key) { return key > threshold; }));
+    tieBudget = k - greater;
+  }
+  // Candidates are in index order, so the first tieBudget ties are the lowest-index ones.
+  size_t count = 0, ties = 0;
+  for (size_t c = 0; c < candidates; ++c) {
+    const float v = candidateValue[c];
+    const uint32_t key = absKey(v);
+    const bool keep = key > threshold || (key == threshold && ties++ < tieBudget);
+    if (!keep) {
+      restore(c);
+      continue;
+    }
+    std::memcpy(indices + 4 * count, &candidateIndex[c], 4);
+    storeValue(values, count, v, fp16Values);
+    if (a.residual) a.residual[candidateIndex[c]] = subRn(v, topkDecodedValue(v, fp16Values));
+    ++count;
+  }
+  return count;
+}
+
 }  // namespace
 
 TopkPlan topkPlan(const CodecParams& params, size_t n) {
@@ -149,15 +234,7 @@ size_t TopKCodec::encodeImpl(const void* in, ternDataType_t dtype, size_t n, uin
     a.fp16Values = params().topkFp16Values;
     a.indices = payload + kTopkHeaderBytes;
     a.values = payload + topkValuesOffset(plan.k);
-    if (plan.sampled) {
-      a.threshold = sampledThreshold(a, plan, ctx);
-      a.tieBudget = plan.k;
-    } else {
-      size_t greater = 0;
-      exactThreshold(a, plan.k, a.threshold, greater);
-      a.tieBudget = plan.k - greater;
-    }
-    count = runSelect(a);
+    count = plan.sampled ? sampledSelect(a, plan, ctx) : exactSelect(a, plan.k);
     // Values were written after room for k indices; close the gap when fewer were kept.
     if (count < plan.k) std::memmove(payload + topkValuesOffset(count), a.values, count * valueBytes);
   }

@@ -4,8 +4,9 @@
 //
 // Two selections:
 //  - exact: exactly k elements, the k largest |x|, ties broken by the lower index (radix select, topk_kernels.hpp);
-//  - sampled (the fast path): estimates the threshold as the matching order statistic of a random sample of the
-//    chunk, then keeps elements at or above it in index order, at most k. Keeps about k (a few percent either way).
+//  - sampled (the fast path): estimates the threshold T as the matching order statistic of a random sample of the
+//    chunk; keeps every element at or above T when at most k are, else the k largest of them (ties by the lower
+//    index: then the exact selection's set). Keeps about k (a few percent below, never above), always the largest.
 // Chunks too small for sampling to pay off (under 2 sample sizes) always use the exact selection.
 #pragma once
 

@@ -4,8 +4,8 @@
 //   keep v if k(v) > T, or k(v) == T while fewer than tieBudget ties were kept; stop keeping at cap elements.
 // Exact Top-K finds T (the key of the k-th largest |v|) by a 3-pass radix select (histograms of key bits 30-21,
 // 20-10, 9-0) and keeps exactly k with ties broken by lower index: the same set nth_element would give, without a
-// dense temporary, and the same algorithm a GPU runs. Sampled Top-K estimates T from a random sample and keeps
-// k(v) >= T, at most k.
+// dense temporary, and the same algorithm a GPU runs. Sampled Top-K estimates T from a random sample and gathers
+// k(v) >= T with this pass; when more than k qualify, it keeps the k largest of them (topk_codec.cpp).
 //
 // Error feedback: the selection pass leaves residual = v - decoded for kept elements (0 for fp32 values) and
 // residual = v for the others. Where v is needed in several passes (exact), the first pass stores v into the

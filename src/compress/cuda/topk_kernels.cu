@@ -1,7 +1,11 @@
 // CUDA kernels of the Top-K codec, following the CPU's definition (topk_kernels.hpp) exactly:
 //  - threshold: exact = radix select of the k-th largest key over the chunk (3 histogram passes, bits 30-21,
 //    20-10, 9-0, each followed by a one-thread pick of the bin); sampled = the same radix select over the keys of
-//    the sampled positions (same RNG as the CPU);
+//    the sampled positions (same RNG as the CPU) gives T, the elements with key >= T are counted, and when more
+//    than k are, the exact radix select over the chunk replaces T (the CPU's rule, topk_codec.cpp: the k largest
+//    candidates with ties to the lower index are the exact selection's set, since its k-th key is then >= T).
+//    The refinement's kernels are always launched and return at once when it is not needed, so the host never
+//    waits for the count;
 //  - selection in index order without a sequential pass: element i is kept when it is a candidate (key > T, or
 //    key == T with fewer than tieBudget ties before it) and G(i) + min(E(i), tieBudget) < cap, where G and E count
 //    the greater and equal keys before i. That count is also i's position in the payload, so a per-tile count, a
@@ -37,6 +41,8 @@ struct TopkState {
   uint32_t tieBudget;
   uint32_t cap;
   uint32_t count;
+  uint32_t sampledThreshold;  // T of the sample, kept while the refinement's radix select reuses prefix
+  uint32_t skip;              // nonzero: the radix-select kernels return at once (no refinement needed)
 };
 
 struct Workspace {
@@ -115,11 +121,12 @@ __device__ __forceinline__ uint2 blockExclusiveScan(uint2 v, uint2* total) {
 
 // ---- radix select -------------------------------------------------------------------------------------------------
 
-__global__ void initStateKernel(TopkState* st, uint32_t rank) { *st = TopkState{0, 0, rank, 0, 0, 0, 0, 0}; }
+__global__ void initStateKernel(TopkState* st, uint32_t rank) { *st = TopkState{0, 0, rank, 0, 0, 0, 0, 0, 0, 0}; }
 
 template <class Keys>
 __global__ void histogramKernel(Keys keys, size_t count, const TopkState* st, Digit d, uint32_t* hist) {
   __shared__ uint32_t local[kBins];
+  if (st->skip) return;  // uniform over the grid
   for (int i = threadIdx.x; i < kBins; i += blockDim.x) local[i] = 0;
   __syncthreads();
   const uint32_t prefix = st->prefix, prefixMask = st->prefixMask, binMask = (1u << d.width) - 1u;
@@ -138,6 +145,7 @@ __global__ void histogramKernel(Keys keys, size_t count, const TopkState* st, Di
 // run of bins (thread 0 the top ones), a scan gives the count above each run, and the one thread whose run holds
 // the target walks it. Launched with kThreads threads.
 __global__ void pickBinKernel(TopkState* st, const uint32_t* hist, Digit d) {
+  if (st->skip) return;  // uniform over the block
   const int bins = 1 << d.width;
   const int per = bins / kThreads;
   const int top = bins - 1 - static_cast<int>(threadIdx.x) * per;  // this thread's bins: top down to top-per+1
@@ -160,18 +168,47 @@ __global__ void pickBinKernel(TopkState* st, const uint32_t* hist, Digit d) {
   }
 }
 
-// Exact: keep the k - greater lowest-index ties. Sampled: key >= T, tie budget = cap.
-__global__ void finishThresholdKernel(TopkState* st, uint32_t k, bool exact) {
+// Exact: keep the k - greater lowest-index ties.
+__global__ void finishThresholdKernel(TopkState* st, uint32_t k) {
   st->threshold = st->prefix;
-  st->tieBudget = exact ? k - st->greater : k;
+  st->tieBudget = k - st->greater;
   st->cap = k;
 }
 
-// Leaves the key of the rank-th largest of `count` keys in st->prefix (and the count of larger keys in
-// st->greater). The first pass reads `first` (which may store v into the residual), later passes read `keys`.
+// Sampled: the sample's T becomes the threshold of a candidate count, with no tie budget or cap to bind.
+__global__ void countSampledCandidatesKernel(TopkState* st) {
+  st->sampledThreshold = st->prefix;
+  st->threshold = st->prefix;
+  st->tieBudget = 0xffffffffu;
+  st->cap = 0xffffffffu;
+}
+
+// After the count (scanTilesKernel left it in st->count): when more than k candidates, the radix select over the
+// chunk runs from a fresh state; otherwise its kernels are skipped.
+__global__ void beginRefineKernel(TopkState* st, uint32_t k) {
+  st->skip = st->count > k ? 0u : 1u;
+  st->prefix = 0;
+  st->prefixMask = 0;
+  st->remaining = k;
+  st->greater = 0;
+}
+
+// Refined: the exact rule (k - greater lowest-index ties). Not refined: every candidate (key >= T, at most k).
+__global__ void finishSampledKernel(TopkState* st, uint32_t k) {
+  if (st->skip) {
+    st->threshold = st->sampledThreshold;
+    st->tieBudget = k;
+  } else {
+    st->threshold = st->prefix;
+    st->tieBudget = k - st->greater;
+  }
+  st->cap = k;
+  st->skip = 0;
+}
+
+// The three histogram passes and bin picks of a radix select from the state set up before (rank in remaining).
 template <class FirstKeys, class Keys>
-void radixSelect(FirstKeys first, Keys keys, size_t count, uint32_t rank, const Workspace& w, cudaStream_t stream) {
-  TERN_LAUNCH(initStateKernel, 1, 1, stream)(w.state, rank);
+void radixPasses(FirstKeys first, Keys keys, size_t count, const Workspace& w, cudaStream_t stream) {
   const unsigned grid = gridFor(count, kThreads * 16, 1024);
   for (int pass = 0; pass < 3; ++pass) {
     check(cudaMemsetAsync(w.hist, 0, sizeof(uint32_t) * kBins, stream), "topk histogram reset");
@@ -183,6 +220,14 @@ void radixSelect(FirstKeys first, Keys keys, size_t count, uint32_t rank, const 
     TERN_LAUNCH(pickBinKernel, 1, kThreads, stream)(w.state, w.hist, kDigits[pass]);
   }
   checkLaunch("topk radix select");
+}
+
+// Leaves the key of the rank-th largest of `count` keys in st->prefix (and the count of larger keys in
+// st->greater). The first pass reads `first` (which may store v into the residual), later passes read `keys`.
+template <class FirstKeys, class Keys>
+void radixSelect(FirstKeys first, Keys keys, size_t count, uint32_t rank, const Workspace& w, cudaStream_t stream) {
+  TERN_LAUNCH(initStateKernel, 1, 1, stream)(w.state, rank);
+  radixPasses(first, keys, count, w, stream);
 }
 
 // ---- sampling -----------------------------------------------------------------------------------------------------
@@ -224,7 +269,8 @@ __global__ void countKernel(const typename In::Elem* x, float* residual, size_t 
   }
 }
 
-// One CTA: exclusive scan of the tile counts; the kept count goes to the state and the payload header.
+// One CTA: exclusive scan of the tile counts; the kept count goes to the state and the payload header (also run
+// for the sampled candidate count, whose header the selection's own scan rewrites).
 __global__ void scanTilesKernel(const uint32_t* tileCounts, uint32_t* tileOffsets, size_t numTiles, TopkState* st,
                                 uint32_t* header, uint32_t n) {
   __shared__ uint2 buf[kScanThreads];
@@ -324,6 +370,38 @@ __global__ void decodeKernel(const uint8_t* payload, size_t n, size_t maxCount, 
   }
 }
 
+// Counts the candidates of the sampled threshold (key >= T) into st->count.
+template <class In, TopkSource kSource>
+void countCandidates(const typename In::Elem* x, float* residual, size_t n, uint8_t* payload, const Workspace& w,
+                     cudaStream_t stream) {
+  const unsigned grid = gridFor(tiles(n), 1);
+  TERN_LAUNCH((countKernel<In, kSource>), grid, kThreads, stream)(x, residual, n, w.state, w.tileCounts);
+  TERN_LAUNCH(scanTilesKernel, 1, kScanThreads, stream)
+  (w.tileCounts, w.tileOffsets, tiles(n), w.state, reinterpret_cast<uint32_t*>(payload), static_cast<uint32_t>(n));
+  checkLaunch("topk candidate count");
+}
+
+// Sampled threshold, refined to the exact one when more than k elements reach it. Reads v without storing it:
+// the selection pass that follows writes the residual.
+template <class In, TopkSource kSource>
+void sampledThreshold(const TopkPlan& plan, const typename In::Elem* x, float* residual, size_t n, uint8_t* payload,
+                      const EncodeContext& ctx, const Workspace& w, cudaStream_t stream) {
+  const uint32_t k = static_cast<uint32_t>(plan.k);
+  const RngKey key = makeRngKey(ctx.seed, ctx.step, kRngStreamTopkSample);
+  TERN_LAUNCH(sampleKernel<In>, gridFor(plan.sampleSize, kThreads), kThreads, stream)
+  (x, residual, n, plan.sampleSize, key, ctx.offset, w.sampleKeys);
+  checkLaunch("topk sample");
+  const ArrayKeys sampled{w.sampleKeys};
+  radixSelect(sampled, sampled, plan.sampleSize, static_cast<uint32_t>(plan.sampleRank), w, stream);
+  TERN_LAUNCH(countSampledCandidatesKernel, 1, 1, stream)(w.state);
+  countCandidates<In, kSource>(x, residual, n, payload, w, stream);
+  TERN_LAUNCH(beginRefineKernel, 1, 1, stream)(w.state, k);
+  const ElementKeys<In, kSource, false> keys{x, residual};
+  radixPasses(keys, keys, n, w, stream);
+  TERN_LAUNCH(finishSampledKernel, 1, 1, stream)(w.state, k);
+  checkLaunch("topk sampled threshold");
+}
+
 template <class In, TopkSource kSource>
 void select(const CodecParams& p, const typename In::Elem* x, float* residual, size_t n, uint8_t* payload,
             const Workspace& w, cudaStream_t stream) {
@@ -347,28 +425,23 @@ void encodeTyped(const CodecParams& p, const typename In::Elem* x, size_t n, uin
   const TopkPlan plan = topkPlan(p, n);
   const uint32_t k = static_cast<uint32_t>(plan.k);
   if (plan.sampled) {
-    const RngKey key = makeRngKey(ctx.seed, ctx.step, kRngStreamTopkSample);
-    TERN_LAUNCH(sampleKernel<In>, gridFor(plan.sampleSize, kThreads), kThreads, stream)
-    (x, residual, n, plan.sampleSize, key, ctx.offset, w.sampleKeys);
-    checkLaunch("topk sample");
-    const ArrayKeys keys{w.sampleKeys};
-    radixSelect(keys, keys, plan.sampleSize, static_cast<uint32_t>(plan.sampleRank), w, stream);
-    TERN_LAUNCH(finishThresholdKernel, 1, 1, stream)(w.state, k, false);
     if (residual) {
+      sampledThreshold<In, TopkSource::kInputAndResidual>(plan, x, residual, n, payload, ctx, w, stream);
       select<In, TopkSource::kInputAndResidual>(p, x, residual, n, payload, w, stream);
     } else {
+      sampledThreshold<In, TopkSource::kInput>(plan, x, residual, n, payload, ctx, w, stream);
       select<In, TopkSource::kInput>(p, x, residual, n, payload, w, stream);
     }
   } else if (residual) {
     // The first histogram pass stores v = x + residual; everything after reads v from the residual.
     radixSelect(ElementKeys<In, TopkSource::kInputAndResidual, true>{x, residual},
                 ElementKeys<F32Input, TopkSource::kResidual, false>{residual, residual}, n, k, w, stream);
-    TERN_LAUNCH(finishThresholdKernel, 1, 1, stream)(w.state, k, true);
+    TERN_LAUNCH(finishThresholdKernel, 1, 1, stream)(w.state, k);
     select<F32Input, TopkSource::kResidual>(p, residual, residual, n, payload, w, stream);
   } else {
     const ElementKeys<In, TopkSource::kInput, false> keys{x, nullptr};
     radixSelect(keys, keys, n, k, w, stream);
-    TERN_LAUNCH(finishThresholdKernel, 1, 1, stream)(w.state, k, true);
+    TERN_LAUNCH(finishThresholdKernel, 1, 1, stream)(w.state, k);
     select<In, TopkSource::kInput>(p, x, residual, n, payload, w, stream);
   }
 }
