@@ -239,6 +239,10 @@ INSTANTIATE_TEST_SUITE_P(Transports, TransportConformance, ::testing::ValuesIn(s
 
 // ---- The checks can fail ------------------------------------------------------------------------------------------
 
+// Every fault of faulty_transport.hpp but a spinning progress(): its check measures this thread's CPU time, and on an
+// oversubscribed machine (make test runs tests side by side) a spinning thread can get less of a core than the
+// check's bound, so a drill of it here could pass by chance. tests/ucx drills it.
+
 NetworkFactory tcpWith(Fault fault) {
   return NetworkFactory::withJob([fault](const NetworkSetup& s, const UniqueIdData&) -> std::unique_ptr<Transport> {
     return std::make_unique<testing::FaultyTransport>(std::make_unique<BorrowedTransport>(*s.tcp), fault);
@@ -279,10 +283,6 @@ TEST(TcpConformanceCanFail, SwallowedErrors) {
   const Fault f = Fault::kSwallowErrors;
   expectCaught(f, tcpWith(f), conformance::sizeMismatchIsAnError, "was accepted by a 200-byte receive");
   expectCaught(f, tcpWith(f), conformance::vanishedPeerIsAnError, "the receive completed without the peer");
-}
-
-TEST(TcpConformanceCanFail, SpinningProgress) {
-  expectCaught(Fault::kSpin, tcpWith(Fault::kSpin), conformance::progressSleepsWhileWaiting, "burned");
 }
 
 }  // namespace
