@@ -31,6 +31,12 @@ ternResult_t ternQueryCompressedAlgorithm(ternComm_t comm, const char* collectiv
  * ternInvalidArgument for another type or a NULL buffer with count > 0. */
 ternResult_t ternConvert(const void* src, ternDataType_t srcType, void* dst, ternDataType_t dstType, size_t count);
 
+/** Reads a numeric TERN_* knob ("TERN_BUCKET_MB") through the library's knobs table, so that tools and companion
+ * libraries check it exactly as an init does: *value receives its value, or fallback when it is unset.
+ * ternInvalidArgument for a NULL argument or a name the table does not declare as numeric; ternInvalidUsage for a
+ * bad value (out of range, not a number), with a message naming the variable, the value and the range. */
+ternResult_t ternGetKnobNumber(const char* name, double fallback, double* value);
+
 /** Name of the transport comm runs on ("tcp", "inproc", "shm", ...). */
 const char* ternCommTransportName(ternComm_t comm);
 

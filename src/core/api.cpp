@@ -178,7 +178,7 @@ ternResult_t allReduce(const void* s, void* r, size_t count, ternDataType_t dt, 
     checkBuffer(r, count, fn, "recvbuff");
     auto o = newOperation(Collective::kAllReduce, s, r, count, dt, op, 0);
     o->args.inPlace = s == r;
-    o->compressor = c.implicitCompressor(o->args, r);  // TERN_COMPRESS
+    o->implicitCompression = c.mayCompressImplicitly(o->args);  // TERN_COMPRESS
     return launch(comm, *ref, o, req);
   });
 }
@@ -476,8 +476,7 @@ TERN_API ternResult_t ternGetUniqueId(ternUniqueId* uniqueId) {
   });
 }
 
-// The numeric TERN_* knobs, for libtern_train (which reads no variable itself). Declared for it in
-// src/train/common.cpp until include/tern/tern_ext.h declares it.
+// The numeric TERN_* knobs, for libtern_train (which reads no variable itself) and tools (include/tern/tern_ext.h).
 TERN_API ternResult_t ternGetKnobNumber(const char* name, double fallback, double* value) {
   return guarded([&] {
     if (name == nullptr || value == nullptr)

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 
 #include "algorithms/compressed.hpp"
 #include "compress/codec_factory.hpp"
@@ -14,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/executor.hpp"
 #include "core/log.hpp"
+#include "planner/calibration.hpp"
 #include "planner/planner.hpp"
 #include "planner/units.hpp"
 #include "topo/assemble.hpp"
@@ -123,6 +128,11 @@ std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdDat
   c->algoOverride_ = AlgoOverride::parse(opts.algo);
   c->job_ = c->assembleJobTopology(deadline);
   c->planner_ = makeCommPlanner(nranks, c->hostIds_, c->intraNode_ && c->intraNode_->transport() != nullptr, c->job_);
+  c->multiHost_ = std::set<std::string>(c->hostIds_.begin(), c->hostIds_.end()).size() > 1;
+  // Learn the network unless a tune file already says what it gives (the user's measurement wins).
+  if (planner::processCostParams().find(planner::ModelLink::kNetwork) == nullptr) {
+    c->learning_ = NetworkLearning(knobs().learnCalls, static_cast<double>(knobs().learnMinBytes));
+  }
   int version = TERN_VERSION_CODE;
   TERN_LOG(kInfo, kInit, rank, "tern %d.%d.%d: communicator %s rank %d of %d ready, transport %s", version / 10000,
            version / 100 % 100, version % 100, opts.name.empty() ? "" : opts.name.c_str(), rank, nranks,
@@ -444,7 +454,7 @@ ChoiceContext Communicator::choiceContext() {
     ctx.hostOf.push_back(hostIndex[h]);
   }
   ctx.multiHost = hostIndex.size() > 1;
-  ctx.planner = planner_;
+  ctx.planner = currentPlanner();
   return ctx;
 }
 
@@ -514,9 +524,9 @@ std::string Communicator::compressedAlgorithmFor(const CollArgs& args, const std
     throwError(ternInvalidArgument, "%s has no compressed form", collectiveName(args.coll));
   }
   *seconds = 0;
-  if (planner_) {
+  if (const auto planner = currentPlanner()) {
     const double bytes = static_cast<double>(args.count) * static_cast<double>(dataTypeSize(args.dtype));
-    const planner::Estimate e = planner_->estimateCompressedForm(args.coll, bytes, codec->spec(), hierarchical);
+    const planner::Estimate e = planner->estimateCompressedForm(args.coll, bytes, codec->spec(), hierarchical);
     if (e.error.empty()) *seconds = e.seconds;
   }
   return name;
@@ -525,24 +535,26 @@ std::string Communicator::compressedAlgorithmFor(const CollArgs& args, const std
 bool Communicator::compressHierFor(const CollArgs& args, const compress::Codec& codec) {
   if (!compressedHierApplies(args, codec, hostIndexOf(hostIds_), nranks_)) return false;
   if (knobs().compressHier >= 0) return knobs().compressHier == 1;  // TERN_COMPRESS_HIER forces a form
-  if (!planner_) return false;
+  const auto planner = currentPlanner();
+  if (!planner) return false;
   // The cost model prices both forms: hier sends fewer bytes between nodes and pays an uncompressed reduce-scatter
   // and allgather inside them, a good trade when the links inside a node are much faster than the network.
   const double bytes = static_cast<double>(args.count) * static_cast<double>(dataTypeSize(args.dtype));
-  return planner_->estimateCompressed(args.coll, bytes, codec.spec()).algorithm == "compressed_hier";
+  return planner->estimateCompressed(args.coll, bytes, codec.spec()).algorithm == "compressed_hier";
 }
 
-std::shared_ptr<const Schedule> Communicator::scheduleFor(const CollArgs& args) {
+std::shared_ptr<const Schedule> Communicator::scheduleFor(const CollArgs& args, std::string* algorithm) {
   // A schedule algorithm: when the direct path won, runCollective tried it first and it declined this call.
   const Choice chosen = choose(args);
   std::string algo = chosen.direct ? chooseAlgorithm(args, choiceContext(), algoOverride_).name : chosen.name;
+  if (algorithm != nullptr) *algorithm = algo;
   std::string key = cacheKey(args, algo);
   auto it = scheduleCache_.find(key);
   if (it != scheduleCache_.end()) return it->second;
   BuildOptions bo;
   if (knobs().chunkBytes > 0) bo.pipelineChunkBytes = static_cast<size_t>(knobs().chunkBytes);
-  bo.hostOf = hostIndexOf(hostIds_);                  // ranks with the same host id share a node
-  bo.ringOrder = planner_->buildOptions().ringOrder;  // the order the model priced: ranks of a host adjacent
+  bo.hostOf = hostIndexOf(hostIds_);                          // ranks with the same host id share a node
+  bo.ringOrder = currentPlanner()->buildOptions().ringOrder;  // the order the model priced: ranks of a host adjacent
   const AlgorithmInfo* info = findAlgorithm(args.coll, algo);
   auto schedule = std::make_shared<const Schedule>(info->build(args, rank_, nranks_, bo));
   TERN_LOG(kInfo, kTune, rank_, "%s count %zu %s: algorithm %s (%zu steps, %zu scratch bytes)",
@@ -575,7 +587,8 @@ Compressor* Communicator::defaultCompressor(const void* key, size_t count, ternD
 }
 
 bool Communicator::compressionPays(const CollArgs& args, const std::string& codecSpec) {
-  if (knobs().compressAlways || !planner_) return true;
+  const auto planner = currentPlanner();
+  if (knobs().compressAlways || !planner) return true;
   const auto key = std::make_pair(args.count, static_cast<int>(args.dtype));
   auto it = compressionPays_.find(key);
   if (it != compressionPays_.end()) return it->second;
@@ -584,7 +597,7 @@ bool Communicator::compressionPays(const CollArgs& args, const std::string& code
   const double bytes = static_cast<double>(args.count) * static_cast<double>(dataTypeSize(args.dtype));
   // The form that would run (TERN_COMPRESS_HIER may force the dearer one).
   const planner::Estimate compressed =
-      planner_->estimateCompressedForm(args.coll, bytes, codec->spec(), compressHierFor(args, *codec));
+      planner->estimateCompressedForm(args.coll, bytes, codec->spec(), compressHierFor(args, *codec));
   const Choice plain = choose(args);
   const double plainSeconds = predictSeconds(args, plain);
   // No prediction for the uncompressed call (0): compress, as asked.
@@ -597,15 +610,70 @@ bool Communicator::compressionPays(const CollArgs& args, const std::string& code
   return pays;
 }
 
-Compressor* Communicator::implicitCompressor(const CollArgs& args, void* recvbuff) {
+bool Communicator::mayCompressImplicitly(const CollArgs& args) {
   const Knobs& k = knobs();
   if (k.compress.empty() || (args.op != ternSum && args.op != ternAvg) ||
       !compress::codecInputTypeSupported(args.dtype) ||
-      args.count * dataTypeSize(args.dtype) < static_cast<size_t>(k.compressMinBytes) || nranks_ <= 1 ||
-      !compressionPays(args, k.compress)) {
-    return nullptr;
+      args.count * dataTypeSize(args.dtype) < static_cast<size_t>(k.compressMinBytes) || nranks_ <= 1) {
+    return false;
   }
+  compress::makeCodec(k.compress);  // a bad TERN_COMPRESS is an error of this call (ternInvalidArgument)
+  return true;
+}
+
+Compressor* Communicator::implicitCompressor(const CollArgs& args, void* recvbuff) {
+  if (!mayCompressImplicitly(args) || !compressionPays(args, knobs().compress)) return nullptr;
   return defaultCompressor(recvbuff, args.count, args.dtype);
+}
+
+std::shared_ptr<const planner::Planner> Communicator::currentPlanner() const {
+  std::lock_guard<std::mutex> lock(plannerMutex_);
+  return planner_;
+}
+
+void Communicator::recordTimedCall(const CollArgs& args, const std::string& algorithm, double seconds) {
+  if (!learning_.record(args, algorithm, seconds)) return;
+  // Every rank counts the same calls, so all of them are here, at the same call: agree on the times.
+  const std::vector<double>& mine = learning_.times();
+  const size_t n = mine.size();
+  std::vector<double> all(n * static_cast<size_t>(nranks_));
+  allgatherBytes(mine.data(), all.data(), n * sizeof(double),
+                 coarseNow() + std::chrono::milliseconds(options_.timeoutMs));
+  std::vector<double> agreed(mine);
+  for (size_t r = 0; r < static_cast<size_t>(nranks_); ++r) {
+    for (size_t i = 0; i < n; ++i) agreed[i] = std::min(agreed[i], all[r * n + i]);
+  }
+  const auto before = currentPlanner();
+  const std::optional<planner::LearnedNetwork> learned = learning_.learn(before->config(), agreed);
+  if (!learned) {
+    TERN_LOG(kInfo, kTune, rank_, "learned nothing about the network from %zu timed calls; the model stays", n);
+    return;
+  }
+  planner::PlannerConfig config = before->config();
+  config.params = planner::withLearnedNetwork(config.params, *learned);
+  auto after = std::make_shared<const planner::Planner>(config);
+  const planner::LinkCost was = before->links().classCost(planner::ModelLink::kNetwork);
+  const planner::LinkCost now = learned->network.cost;
+  {
+    std::scoped_lock lock(plannerMutex_, choiceMutex_);
+    planner_ = after;
+    choiceCache_.clear();
+    lastChoice_ = nullptr;
+  }
+  compressionPays_.clear();
+  TERN_LOG(kInfo, kTune, rank_,
+           "network learned from %d timed calls: alpha %s, %.4f GB/s (the model had %s, %.4f GB/s), %s fitted, "
+           "prediction error %.1f%%",
+           learned->callsUsed, planner::formatTime(now.alpha).c_str(), 1e-9 / now.beta,
+           planner::formatTime(was.alpha).c_str(), was.beta > 0 ? 1e-9 / was.beta : 0.0,
+           learned->alphaFitted ? "alpha and beta" : "beta", 100 * learned->rmsError);
+  if (rank_ == 0 && !knobs().tuneDumpFile.empty()) {
+    std::ofstream out(knobs().tuneDumpFile);
+    out << planner::calibrationToJson(config.params).dump(2) << "\n";
+    if (!out) {
+      TERN_LOG(kWarn, kTune, rank_, "TERN_TUNE_DUMP_FILE=%s: cannot write it", knobs().tuneDumpFile.c_str());
+    }
+  }
 }
 
 void Communicator::runCompressed(Operation& op) {
@@ -647,6 +715,7 @@ void Communicator::runCompressed(Operation& op) {
 }
 
 void Communicator::runCollective(Operation& op) {
+  if (op.compressor == nullptr && op.implicitCompression) op.compressor = implicitCompressor(op.args, op.output);
   if (op.compressor != nullptr) {  // compressed calls run their codec even alone (the same bits as with peers)
     runCompressed(op);
     return;
@@ -669,9 +738,13 @@ void Communicator::runCollective(Operation& op) {
   ctx.abortFlag = &aborted_;
   ctx.what = collectiveName(op.args.coll);
   if (intraNode_ && runsDirect(op.args) && intraNode_->tryRun(op, ctx)) return;
-  std::shared_ptr<const Schedule> schedule = scheduleFor(op.args);
+  std::string algorithm;
+  std::shared_ptr<const Schedule> schedule = scheduleFor(op.args, &algorithm);
   ExecBuffers buffers{op.input, op.output, scratch(schedule->scratchBytes)};
+  const bool timed = learning_.wants(op.args, multiHost_);
+  const auto start = timed ? Clock::now() : Clock::time_point{};
   executeSchedule(*schedule, buffers, ctx);
+  if (timed) recordTimedCall(op.args, algorithm, std::chrono::duration<double>(Clock::now() - start).count());
 }
 
 void Communicator::runPointToPoint(Operation& op) {

@@ -21,6 +21,7 @@
 #include "algorithms/schedule.hpp"
 #include "core/algo_choice.hpp"
 #include "core/compressor.hpp"
+#include "core/network_learning.hpp"
 #include "core/operation.hpp"
 #include "core/unique_id.hpp"
 #include "transport/shm/intra_node.hpp"
@@ -94,16 +95,21 @@ class Communicator {
   void exitCall();
 
   // Error-feedback state for compression by default (TERN_COMPRESS): one per (buffer, count, dtype), created on
-  // first use. Only the issuing thread touches it.
+  // first use. Only the thread running the communicator's calls touches it (one call at a time).
   Compressor* defaultCompressor(const void* key, size_t count, ternDataType_t dtype);
   // Whether TERN_COMPRESS should compress this allreduce: the cost model's compressed time (codec work included)
   // beats the uncompressed algorithm it would run, or TERN_COMPRESS_WHEN=always. Decided once per (count, dtype);
-  // every rank decides the same, from the same model. Only the issuing thread calls it.
+  // every rank decides the same, from the same model (decisions are dropped when the model learns the network).
+  // Only the thread running the communicator's calls calls it.
   bool compressionPays(const CollArgs& args, const std::string& codecSpec);
+  // Whether TERN_COMPRESS may compress a plain allreduce of args (a float sum/avg allreduce above
+  // TERN_COMPRESS_MIN_BYTES on several ranks); checked when the call is made, where a bad TERN_COMPRESS throws
+  // ternInvalidArgument. Whether it pays is decided when the call runs (implicitCompressor).
   // The compressor TERN_COMPRESS gives a plain allreduce of args into recvbuff: large float sum/avg allreduces of
   // unmodified programs where compressionPays (slow links; not shared memory or small calls), one error-feedback
   // state per (receive buffer, count, dtype), i.e. per gradient tensor of a training loop. nullptr: uncompressed.
   Compressor* implicitCompressor(const CollArgs& args, void* recvbuff);
+  bool mayCompressImplicitly(const CollArgs& args);
 
   // The algorithm that will run for args (for logs and perf JSON).
   std::string algorithmFor(const CollArgs& args);
@@ -134,7 +140,14 @@ class Communicator {
   // cost model exists.
   void allgatherBytes(const void* input, void* output, size_t bytes, Clock::time_point deadline);
   DirectOption directOption(const CollArgs& args);
-  std::shared_ptr<const Schedule> scheduleFor(const CollArgs& args);
+  // The schedule for args; *algorithm (when given) the name of the algorithm it was built from.
+  std::shared_ptr<const Schedule> scheduleFor(const CollArgs& args, std::string* algorithm = nullptr);
+  // After a timed call (NetworkLearning): at the last one every rank agrees on the times over the transport,
+  // learns the network, and prices every later call with it (the choices and compression decisions made so far
+  // are dropped); rank 0 writes the parameters to TERN_TUNE_DUMP_FILE.
+  void recordTimedCall(const CollArgs& args, const std::string& algorithm, double seconds);
+  // The cost model in force (it changes once, when the network has been learned); null for one rank.
+  std::shared_ptr<const planner::Planner> currentPlanner() const;
   void* scratch(size_t bytes);
   // Records the communicator's first failure and aborts the transports so that peers fail too; returns the error
   // this call reports. On the first failure over a TCP mesh it first finds out which rank was lost (a peer's notice,
@@ -180,7 +193,10 @@ class Communicator {
   std::map<std::tuple<const void*, size_t, int>, std::unique_ptr<Compressor>> defaultCompressors_;
   std::map<std::pair<size_t, int>, bool> compressionPays_;  // (count, dtype) -> compressionPays
   std::shared_ptr<const topo::JobTopology> job_;
-  std::shared_ptr<const planner::Planner> planner_;
+  std::shared_ptr<const planner::Planner> planner_;  // under plannerMutex_ (currentPlanner)
+  mutable std::mutex plannerMutex_;
+  NetworkLearning learning_{0, 0};  // set up by create
+  bool multiHost_ = false;
   AlgoOverride algoOverride_;  // TERN_ALGO / config.algo, parsed once
   // choose()'s decisions by call shape: pricing the candidates costs microseconds, a small collective's whole
   // budget. The decision depends on nothing else (the cost model and topology are fixed for the communicator).

@@ -114,6 +114,9 @@ const std::vector<KnobSpec>& knobTable() {
       text("TOPO_FILE", "detect (once per process)", "this host's topology from a file"),
       text("TOPO_DUMP_FILE", "", "where rank 0 writes the job topology (%h host, %p pid)"),
       text("TUNE_FILE", "built-in figures", "calibration written by tern-calc --calibrate"),
+      integer("LEARN_CALLS", 0, 1000, "8", "network-crossing calls timed before the network is learned (0: off)"),
+      bytes("LEARN_MIN_BYTES", 0, kMaxBytes, false, "262144", "smaller calls are not timed for learning"),
+      text("TUNE_DUMP_FILE", "", "where rank 0 writes what its communicator learned (tune-file format)"),
       text("REDUCE_ISA", "best available", "scalar, avx2 or avx512"),
       // libtern_train reads it (through ternGetKnobNumber); fractions allowed, as PyTorch's bucket_cap_mb.
       decimal("BUCKET_MB", 1LL << 20, "25", "DDP gradient bucket of libtern_train, megabytes"),
@@ -313,6 +316,9 @@ Knobs readKnobs(const std::function<std::optional<std::string>(const char*)>& lo
   }
   x.topoFile = str("TOPO_FILE");
   x.topoDumpFile = str("TOPO_DUMP_FILE");
+  x.learnCalls = static_cast<int>(number("LEARN_CALLS", 8));
+  x.learnMinBytes = static_cast<long>(number("LEARN_MIN_BYTES", 256 * 1024));
+  x.tuneDumpFile = str("TUNE_DUMP_FILE");
   return x;
 }
 

@@ -80,6 +80,9 @@ struct Knobs {
   int compressHier;          // TERN_COMPRESS_HIER: 1 compressed_hier, 0 the flat form, -1 (unset) the cost model
   std::string topoFile;      // TERN_TOPO_FILE: this host's topology from a file instead of detection
   std::string topoDumpFile;  // TERN_TOPO_DUMP_FILE: rank 0 writes the job topology its communicator assembled
+  int learnCalls;            // TERN_LEARN_CALLS: timed network-crossing calls before learning the network (0: off)
+  long learnMinBytes;        // TERN_LEARN_MIN_BYTES: smaller calls are not timed for learning
+  std::string tuneDumpFile;  // TERN_TUNE_DUMP_FILE: rank 0 writes the cost parameters it learned
   // Every bad numeric value of the table (those read elsewhere too), one message each; the knob then holds its
   // default. See requireValidKnobs.
   std::vector<std::string> errors;

@@ -26,6 +26,9 @@ struct Operation {
   void* output = nullptr;
   std::vector<UserTransfer> transfers;  // point-to-point groups
   Compressor* compressor = nullptr;     // compressed collectives: codec + error feedback (owned by the caller)
+  // TERN_COMPRESS may compress this call; whether it pays is decided when it runs (Communicator::runCollective), in
+  // call order, so that what the communicator learned by then (its network) counts alike on every rank.
+  bool implicitCompression = false;
 
   void finish(ternResult_t r, std::string message) {
     {

@@ -16,6 +16,7 @@ std::shared_ptr<Operation> freshOperation() {
     o.output = nullptr;
     o.transfers.clear();
     o.compressor = nullptr;
+    o.implicitCompression = false;
     o.done = false;
     o.result = ternSuccess;
     o.error.clear();

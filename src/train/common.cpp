@@ -4,8 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-// Exported by libtern (src/core/api.cpp); its declaration belongs in include/tern/tern_ext.h.
-extern "C" ternResult_t ternGetKnobNumber(const char* name, double fallback, double* value);
+#include "tern/tern_ext.h"
 
 namespace tern::train::detail {
 

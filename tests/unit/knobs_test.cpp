@@ -40,6 +40,8 @@ const std::vector<Expected> kNumericKnobs = {
     {"SHM_CMA_MIN_BYTES", 1, kMaxBytes, true, true, false},
     {"SHM_CMA_CHUNK_BYTES", 4096, kMaxBytes, true, true, false},
     {"COMPRESS_MIN_BYTES", 0, kMaxBytes, false, true, false},
+    {"LEARN_CALLS", 0, 1000, false, false, false},
+    {"LEARN_MIN_BYTES", 0, kMaxBytes, false, true, false},
     {"UCX_REG_MIN_BYTES", 1, kMaxBytes, false, true, false},
     {"UCX_REG_CACHE_BYTES", 0, kMaxBytes, false, true, false},
     {"IB_GID_INDEX", -1, 65535, false, false, true},
