@@ -258,7 +258,19 @@ Choice chooseSchedule(const CollArgs& args, const ChoiceContext& ctx, const Algo
   choice.name = fallback->name;
   const bool priced = ctx.nranks > 1 && args.coll != Collective::kAlltoAllv && args.coll != Collective::kPointToPoint &&
                       args.coll != Collective::kCount;
-  if (!priced) return choice;
+  if (!priced) {
+    // Alltoallv cannot be priced from a count; its shared-memory form, where it applies, moves every block once.
+    if (args.coll == Collective::kAlltoAllv && !direct.name.empty() && direct.predictSeconds) {
+      const double s = direct.predictSeconds(args);
+      if (s >= 0) {
+        choice.info = nullptr;
+        choice.name = direct.name;
+        choice.direct = true;
+        choice.predictedSeconds = s;
+      }
+    }
+    return choice;
+  }
 
   std::shared_ptr<const planner::Planner> plan = ctx.planner ? ctx.planner : defaultPlanner(ctx);
   bool fresh = false;

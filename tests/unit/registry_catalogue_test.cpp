@@ -69,7 +69,8 @@ TEST(RegistryCatalogue, EveryNameOncePerCollectiveWithWhatItsFamilyNeeds) {
       {Collective::kBroadcast, {"shm_small", "shm_pipelined", "shm_cma"}},
       {Collective::kReduce, {"shm_small", "shm_pipelined"}},
       {Collective::kBarrier, {"shm_small"}},
-      {Collective::kAlltoAll, {}},
+      {Collective::kAlltoAll, {"shm_small", "shm_pipelined", "shm_cma", "shm_mapped"}},
+      {Collective::kAlltoAllv, {"shm_small", "shm_pipelined", "shm_cma", "shm_mapped"}},
   };
   for (const auto& [coll, names] : shm) {
     std::set<std::string> got;

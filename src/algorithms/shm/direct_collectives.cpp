@@ -71,14 +71,13 @@ size_t DirectCollectives::chunkBytes(size_t bytes) const {
 
 namespace {
 
-// Allreduces of ordinary buffers at least this large (input bytes per rank) read peers by CMA instead of staging
-// (TERN_SHM_CMA_MIN_BYTES; 0 turns it off). Below it the system calls cost more than the copy they save.
-size_t cmaMinBytes() {
-  static const size_t bytes = [] {
-    const long x = envInt("SHM_CMA_MIN_BYTES", static_cast<long>(kCmaDefaultMinBytes));
-    return x == 0 ? SIZE_MAX : static_cast<size_t>(x);
-  }();
-  return bytes;
+// Ordinary buffers at least this large (input bytes per rank) read peers by CMA instead of staging: the catalogue's
+// minimum per collective (shmCmaMinBytes), or TERN_SHM_CMA_MIN_BYTES for all of them (0 turns it off). Below it the
+// system calls cost more than the copy they save.
+size_t cmaMinBytes(Collective c, int nranks) {
+  static const long knob = envInt("SHM_CMA_MIN_BYTES", -1);  // -1: unset (the knob's range starts at 0)
+  if (knob < 0) return shmCmaMinBytes(c, nranks);
+  return knob == 0 ? SIZE_MAX : static_cast<size_t>(knob);
 }
 
 // Chunk of the CMA allreduce, bytes of one rank's buffer (TERN_SHM_CMA_CHUNK_BYTES; default: the whole call).
@@ -96,10 +95,22 @@ size_t cmaChunkBytes() {
 
 ShmAlgorithm DirectCollectives::expectedAlgorithm(const CollArgs& a, const ShmPlan& plan) const {
   if (plan.algo != ShmAlgorithm::kPipelined || plan.forced) return plan.algo;
+  if (isAlltoAll(a.coll)) {  // as directAlltoAll decides for blocks that do not fit inline
+    bool threads = plan.allowMapped && gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto;
+    bool reads = plan.allowCma, processes = false;
+    for (int q : mesh_->localPeers()) {
+      threads = threads && mesh_->peer(q).sameProcess;
+      reads = reads && (mesh_->peer(q).sameProcess || mesh_->peer(q).cmaFrom);
+      processes = processes || !mesh_->peer(q).sameProcess;
+    }
+    if (threads) return ShmAlgorithm::kMapped;
+    return reads && processes ? ShmAlgorithm::kCma : ShmAlgorithm::kPipelined;
+  }
   const int n = mesh_->nranks();
   const size_t inBytes = shmInputBytes(a, n);
   // As describeCall decides for ordinary buffers: CMA between processes, in place between threads.
-  bool cma = plan.allowCma && hasCmaForm(a.coll) && n > 1 && inBytes >= cmaMinBytes() && inBytes <= kCmaMaxBytes;
+  bool cma =
+      plan.allowCma && hasCmaForm(a.coll) && n > 1 && inBytes >= cmaMinBytes(a.coll, n) && inBytes <= kCmaMaxBytes;
   bool threads = gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto && a.count > 0;
   for (int q : mesh_->localPeers()) {
     cma = cma && mesh_->peer(q).cmaFrom && !mesh_->peer(q).sameProcess;
@@ -158,7 +169,7 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op, const ShmPlan
   // CMA is used only when every rank offers it (d.pad): all ranks must run the same algorithm and chunking.
   // Allreduce, allgather and broadcast have a CMA form (cma_*.cpp) for ordinary buffers.
   // A forced shm_cma is offered at any size up to its limit (the minimum is where it starts to pay).
-  const bool cmaSize = plan.algo == ShmAlgorithm::kCma || inBytes >= cmaMinBytes();
+  const bool cmaSize = plan.algo == ShmAlgorithm::kCma || inBytes >= cmaMinBytes(a.coll, n);
   bool cmaOffer =
       plan.allowCma && hasCmaForm(a.coll) && n > 1 && c.inStaged && c.outStaged && cmaSize && inBytes <= kCmaMaxBytes;
   for (int q : mesh_->localPeers()) cmaOffer = cmaOffer && mesh_->peer(q).cmaFrom && !mesh_->peer(q).sameProcess;
@@ -222,6 +233,14 @@ void DirectCollectives::run(Operation& op, const ExecContext& ctx, const ShmPlan
   c.streamOut = false;
   if (dog_->aborted()) dog_->checkAbortAndDeadline(c.rank, ctx.deadline, ctx.abortFlag, [] { return "shm"; });
 
+  if (isAlltoAll(a.coll)) {  // direct_alltoall.cpp: its own table exchange decides the form, alike on every rank
+    AlltoAllForms forms;
+    forms.forced = plan.forced ? plan.algo : ShmAlgorithm::kNone;
+    forms.allowCma = plan.allowCma;
+    forms.allowMapped = plan.allowMapped && gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto;
+    noteRun(directAlltoAll(c, forms, chunkSeq_));
+    return;
+  }
   if (plan.algo == ShmAlgorithm::kSmall) {
     noteRun(ShmAlgorithm::kSmall);
     smallCollective(c, ++smallSeq_);
