@@ -17,6 +17,7 @@
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/executor.hpp"
+#include "core/host_id.hpp"
 #include "core/log.hpp"
 #include "planner/calibration.hpp"
 #include "planner/planner.hpp"

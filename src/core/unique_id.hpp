@@ -7,7 +7,6 @@
 #include <cstring>
 #include <string>
 
-#include "core/host_id.hpp"
 #include "core/socket.hpp"
 #include "tern/tern.h"
 
@@ -38,10 +37,6 @@ struct UniqueIdData {
   static UniqueIdData unpack(const ternUniqueId& id);  // throws ternInvalidArgument if not a tern id
 };
 static_assert(sizeof(UniqueIdData) <= TERN_UNIQUE_ID_BYTES);
-
-// The host id a rank joins a communicator with: hostId() itself (core/host_id.hpp) under the name the bootstrap
-// tests (tests/ucx, tests/security) call it by.
-inline constexpr auto& localHostId = hostId;
 
 }  // namespace tern
 

@@ -24,6 +24,7 @@
 #include "core/auth.hpp"
 #include "core/bootstrap.hpp"
 #include "core/error.hpp"
+#include "core/host_id.hpp"
 #include "core/socket.hpp"
 #include "core/unique_id.hpp"
 #include "tern/tern.h"
@@ -307,8 +308,8 @@ struct TwoBootstrapped {
     EXPECT_EQ(ternGetUniqueId(&uid), ternSuccess);
     id = UniqueIdData::unpack(uid);
     auto deadline = Clock::now() + std::chrono::seconds(10);
-    std::thread t([&] { boot[1] = joinBootstrap(id, 1, 2, localHostId(), deadline, nullptr); });
-    boot[0] = joinBootstrap(id, 0, 2, localHostId(), deadline, nullptr);
+    std::thread t([&] { boot[1] = joinBootstrap(id, 1, 2, hostId(), deadline, nullptr); });
+    boot[0] = joinBootstrap(id, 0, 2, hostId(), deadline, nullptr);
     t.join();
   }
 };
@@ -443,7 +444,7 @@ double fourRankInit(Strangers* strangers) {
       auto start = Clock::now();
       auto deadline = start + std::chrono::seconds(30);
       try {
-        boot[r] = joinBootstrap(id, r, n, localHostId(), deadline, nullptr);
+        boot[r] = joinBootstrap(id, r, n, hostId(), deadline, nullptr);
         seconds[r] = std::chrono::duration<double>(Clock::now() - start).count();
         ++joined;
         while (!flooded) std::this_thread::sleep_for(milliseconds(1));

@@ -18,6 +18,7 @@
 
 #include "core/bootstrap.hpp"
 #include "core/error.hpp"
+#include "core/host_id.hpp"
 #include "transport/network_factory.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
@@ -64,7 +65,7 @@ struct NetworkRank {
   NetworkRank(const UniqueIdData& id, int rank, int n, int timeoutMs, const NetworkFactory& factory) {
     auto deadline = Clock::now() + std::chrono::milliseconds(timeoutMs);
     const MeshShape& shape = factory.shape();
-    std::string host = shape.ranksOnDistinctHosts ? "rank" + std::to_string(rank) + "." + localHostId() : localHostId();
+    std::string host = shape.ranksOnDistinctHosts ? "rank" + std::to_string(rank) + "." + hostId() : hostId();
     BootstrapResult boot = joinBootstrap(id, rank, n, host, deadline, nullptr);
     tcp = TcpTransport::connect(rank, n, boot, id.secret, shape.socketsPerPeer, deadline, nullptr);
     NetworkSetup setup{rank, n, tcp.get(), deadline, nullptr, timeoutMs};

@@ -66,7 +66,7 @@ class OwnedShmTransport : public Transport {
     IntraNodeSetup setup;
     setup.rank = s.rank;
     setup.nranks = s.nranks;
-    setup.hostIds.assign(static_cast<size_t>(s.nranks), localHostId());  // threads of one process: one host
+    setup.hostIds.assign(static_cast<size_t>(s.nranks), hostId());  // threads of one process: one host
     setup.secret = id.secret;
     setup.timeoutMs = s.timeoutMs;
     setup.tcp = s.tcp;
@@ -169,7 +169,7 @@ void tcpSetupTimesOutWhenAPeerNeverConnects(const MeshShape& shape) {
   const int kTimeoutMs = 1500;
   UniqueIdData id = createTcpUniqueId();
   auto hostOf = [&](int rank) {
-    return shape.ranksOnDistinctHosts ? "rank" + std::to_string(rank) + "." + localHostId() : localHostId();
+    return shape.ranksOnDistinctHosts ? "rank" + std::to_string(rank) + "." + hostId() : hostId();
   };
   std::atomic<bool> done{false};
   std::thread peer([&] {
