@@ -19,6 +19,7 @@
 #include "tern/tern.h"
 
 extern char** environ;
+extern "C" ternResult_t ternGetKnobNumber(const char* name, double fallback, double* value);
 
 namespace tern {
 namespace {
@@ -215,6 +216,7 @@ TEST(Knobs, EveryTernVariableTheLibraryReadsIsDeclared) {
                            "REDUCE_ISA",
                            "BUCKET_MB",
                            "SHM_HUGEPAGES",
+                           "TEST_SHM_KILL",
                            "SHM_CHUNK_BYTES",
                            "SHM_CMA_MIN_BYTES",
                            "SHM_CMA_CHUNK_BYTES",
@@ -230,6 +232,51 @@ TEST(Knobs, EveryTernVariableTheLibraryReadsIsDeclared) {
   EXPECT_THROW(envString("NO_SUCH_KNOB"), Error);
   EXPECT_THROW(envInt("NO_SUCH_KNOB", 0), Error);
   EXPECT_THROW(envInt("SECRET", 0), Error);  // not numeric
+}
+
+// TERN_BUCKET_MB: megabytes with fractions (libtern_train reads it through ternGetKnobNumber); refused as the
+// integer knobs are: 0, negative, overflowing, not a number, out of range, each naming variable, value and range.
+TEST(Knobs, BucketMegabytesIsAPositiveDecimalUpToItsRange) {
+  const KnobSpec* k = findKnob("BUCKET_MB");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->kind, KnobKind::kDecimal);
+  EXPECT_EQ(knobRange(*k), "above 0 up to 1048576");
+  for (const char* bad : {"0", "0.0", "-1", "-0.5", "abc", "12abc", "1e400", "0x10", "inf", "nan", " 5", "-", ".",
+                          "1048577", "1048576.5"}) {
+    SCOPED_TRACE(std::string("TERN_BUCKET_MB=") + bad);
+    std::string error;
+    EXPECT_FALSE(parseKnobDecimal(*k, bad, &error).has_value());
+    EXPECT_NE(error.find(std::string("TERN_BUCKET_MB=") + bad + ": "), std::string::npos) << error;
+    EXPECT_NE(error.find("above 0 up to 1048576"), std::string::npos) << error;
+    const Knobs knobs = readFrom({{"BUCKET_MB", bad}});
+    ASSERT_EQ(knobs.errors.size(), 1u);
+    EXPECT_EQ(knobs.errors[0], error);
+  }
+  for (const auto& [text, value] : std::vector<std::pair<std::string, double>>{
+           {"0.001", 0.001}, {"25", 25.0}, {"1048576", 1048576.0}, {"2.5e1", 25.0}}) {
+    std::string error;
+    EXPECT_EQ(parseKnobDecimal(*k, text, &error), std::optional<double>(value)) << text << ": " << error;
+    EXPECT_TRUE(readFrom({{"BUCKET_MB", text}}).errors.empty()) << text;
+  }
+}
+
+// The public accessor libtern_train uses: the table's value, its fallback, its refusal.
+TEST(Knobs, GetKnobNumberReadsThroughTheTable) {
+  double v = 0;
+  unsetenv("TERN_BUCKET_MB");
+  EXPECT_EQ(ternGetKnobNumber("TERN_BUCKET_MB", 25, &v), ternSuccess);
+  EXPECT_EQ(v, 25);
+  setenv("TERN_BUCKET_MB", "0.5", 1);
+  EXPECT_EQ(ternGetKnobNumber("TERN_BUCKET_MB", 25, &v), ternSuccess);
+  EXPECT_EQ(v, 0.5);
+  setenv("TERN_BUCKET_MB", "0", 1);
+  EXPECT_EQ(ternGetKnobNumber("TERN_BUCKET_MB", 25, &v), ternInvalidUsage);
+  EXPECT_NE(std::strstr(ternGetLastError(nullptr), "TERN_BUCKET_MB=0: out of range"), nullptr);
+  unsetenv("TERN_BUCKET_MB");
+  EXPECT_EQ(ternGetKnobNumber("TERN_NO_SUCH_KNOB", 1, &v), ternInvalidArgument);
+  EXPECT_EQ(ternGetKnobNumber("TERN_SECRET", 1, &v), ternInvalidArgument);  // not numeric
+  EXPECT_EQ(ternGetKnobNumber("TERN_NSOCKS", 2, &v), ternSuccess);
+  EXPECT_EQ(v, 2);
 }
 
 // Communicator init with a bad numeric knob in the environment (a child process: the process snapshot is taken
@@ -277,6 +324,7 @@ TEST(Knobs, InitFailsWithTheMessageForABadNumericKnob) {
       {"TERN_TIMEOUT=2147484", "KNOBS_TEST_EXPECT=TERN_TIMEOUT=2147484: out of range"},
       {"TERN_NSOCKS=abc", "KNOBS_TEST_EXPECT=TERN_NSOCKS=abc: not a number"},
       {"TERN_SHM_CHUNK_BYTES=12abc", "KNOBS_TEST_EXPECT=TERN_SHM_CHUNK_BYTES=12abc"},
+      {"TERN_BUCKET_MB=-1", "KNOBS_TEST_EXPECT=TERN_BUCKET_MB=-1: out of range"},
   };
   for (const auto& c : cases) EXPECT_EQ(runChild("DISABLED_InitRefusesABadNumericKnob", c), 0) << c[0];
 }

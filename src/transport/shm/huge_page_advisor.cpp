@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/env.hpp"
 #include "core/log.hpp"
 
 // Older libc headers lack it; the kernel's value is fixed (include/uapi/asm-generic/mman-common.h).
@@ -17,10 +18,7 @@ namespace tern::shm {
 
 HugePageAdvisor::HugePageAdvisor(bool enabled) : enabled_(enabled) {}
 
-bool HugePageAdvisor::enabledByEnvironment() {
-  const char* v = std::getenv("TERN_SHM_HUGEPAGES");
-  return v == nullptr || *v == '\0' || std::strcmp(v, "0") != 0;
-}
+bool HugePageAdvisor::enabledByEnvironment() { return envFlag("SHM_HUGEPAGES", true); }
 
 std::vector<uintptr_t> HugePageAdvisor::regionsOf(const void* p, size_t bytes) {
   std::vector<uintptr_t> out;

@@ -11,7 +11,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <thread>
+
+#include "core/env.hpp"
 
 namespace tern::shm {
 
@@ -75,11 +79,11 @@ void sweepJobAfterFailure(const std::string& jobTag, std::chrono::milliseconds w
 }
 
 void setupKillPoint(int rank, const char* step) {
-  const char* spec = std::getenv("TERN_TEST_SHM_KILL");
-  if (spec == nullptr || *spec == '\0') return;
+  const std::optional<std::string> spec = envString("TEST_SHM_KILL");
+  if (!spec || spec->empty()) return;
   char* end = nullptr;
-  const long victim = std::strtol(spec, &end, 10);
-  if (end == spec || *end != ':' || victim != rank || std::strcmp(end + 1, step) != 0) return;
+  const long victim = std::strtol(spec->c_str(), &end, 10);
+  if (end == spec->c_str() || *end != ':' || victim != rank || std::strcmp(end + 1, step) != 0) return;
   std::fprintf(stderr, "tern test hook: rank %d SIGKILLs itself at shared-memory setup step '%s'\n", rank, step);
   std::fflush(stderr);
   ::raise(SIGKILL);
