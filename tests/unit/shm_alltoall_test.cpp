@@ -12,8 +12,6 @@
 // Until DirectCollectives dispatches all-to-all (shm::kAlltoAllDispatched), the cases that need the shared-memory
 // form skip; the results are checked either way.
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -27,8 +25,7 @@
 #include "planner/cost_params.hpp"
 #include "rank_threads.hpp"
 #include "tern/tern_ext.h"
-
-extern char** environ;
+#include "test_child.hpp"
 
 namespace tern {
 namespace {
@@ -274,29 +271,10 @@ TEST(ShmAlltoAll, CatalogueEntriesArePricedByTheOneModel) {
 bool inChild() { return std::getenv("SHM_ALLTOALL_TEST_CHILD") != nullptr; }
 
 pid_t spawnChild(const std::string& test, const std::vector<std::string>& extraEnv) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "TERN_", 5) != 0 || std::strncmp(*e, "TERN_SOCKET_IFNAME=", 19) == 0) env.emplace_back(*e);
-  }
-  env.insert(env.end(), extraEnv.begin(), extraEnv.end());
-  env.emplace_back("SHM_ALLTOALL_TEST_CHILD=1");
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string exe = "/proc/self/exe", filter = "--gtest_filter=ShmAlltoAllChild." + test,
-              disabled = "--gtest_also_run_disabled_tests";
-  char* argv[] = {exe.data(), filter.data(), disabled.data(), nullptr};
-  pid_t pid = 0;
-  if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv, envp.data()) != 0) return -1;
-  return pid;
+  return testing::spawnTestChild("ShmAlltoAllChild." + test, "SHM_ALLTOALL_TEST_CHILD", extraEnv);
 }
 
-int waitChild(pid_t pid) {
-  if (pid <= 0) return -1;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+int waitChild(pid_t pid) { return testing::waitTestChild(pid); }
 
 // Counts the forced form must run at: small ones, and for the others blocks beyond a staging slot.
 std::vector<size_t> forcedCounts(ShmAlgorithm a) {

@@ -6,8 +6,6 @@
 // by exact name, with TERN_ALGO in its environment. Ranks are threads of the child (shm_small, shm_pipelined,
 // shm_mapped), or two child processes (shm_cma, which reads peers in other processes).
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -21,8 +19,7 @@
 #include "common/reference.hpp"
 #include "rank_threads.hpp"
 #include "tern/tern_ext.h"
-
-extern char** environ;
+#include "test_child.hpp"
 
 namespace tern {
 namespace {
@@ -30,29 +27,10 @@ namespace {
 constexpr int kSkipExit = 77;  // the child found the host unable to run the case (said why on stderr)
 
 pid_t spawnChild(const std::string& test, const std::vector<std::string>& extraEnv) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "TERN_", 5) != 0 || std::strncmp(*e, "TERN_SOCKET_IFNAME=", 19) == 0) env.emplace_back(*e);
-  }
-  env.insert(env.end(), extraEnv.begin(), extraEnv.end());
-  env.emplace_back("SHM_FORCED_TEST_CHILD=1");
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string exe = "/proc/self/exe", filter = "--gtest_filter=ShmForcedChild." + test,
-              disabled = "--gtest_also_run_disabled_tests";
-  char* argv[] = {exe.data(), filter.data(), disabled.data(), nullptr};
-  pid_t pid = 0;
-  if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv, envp.data()) != 0) return -1;
-  return pid;
+  return testing::spawnTestChild("ShmForcedChild." + test, "SHM_FORCED_TEST_CHILD", extraEnv);
 }
 
-int waitChild(pid_t pid) {
-  if (pid <= 0) return -1;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+int waitChild(pid_t pid) { return testing::waitTestChild(pid); }
 
 // gtest exits 1 when a test failed; a skip inside the child is reported as kSkipExit by the child itself.
 int runChild(const std::string& test, const std::vector<std::string>& env) { return waitChild(spawnChild(test, env)); }

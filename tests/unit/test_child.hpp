@@ -1,0 +1,46 @@
+// Running one case of this gtest binary in a child process (/proc/self/exe), for cases that need a fresh process:
+// knobs such as TERN_ALGO are read once per process, and a rank that is a process of its own cannot be a thread.
+#pragma once
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace tern::testing {
+
+// Starts `gtestName` ("Suite.DISABLED_Case": child cases are disabled so that only their parent runs them) with this
+// process's environment minus its TERN_* variables (TERN_SOCKET_IFNAME kept), plus extraEnv and `marker`=1, which
+// the child case checks to know it runs as a child. -1 when the child cannot be started.
+inline pid_t spawnTestChild(const std::string& gtestName, const std::string& marker,
+                            const std::vector<std::string>& extraEnv) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "TERN_", 5) != 0 || std::strncmp(*e, "TERN_SOCKET_IFNAME=", 19) == 0) env.emplace_back(*e);
+  }
+  env.insert(env.end(), extraEnv.begin(), extraEnv.end());
+  env.push_back(marker + "=1");
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe", filter = "--gtest_filter=" + gtestName,
+              disabled = "--gtest_also_run_disabled_tests";
+  char* argv[] = {exe.data(), filter.data(), disabled.data(), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv, envp.data()) != 0) return -1;
+  return pid;
+}
+
+// The child's exit code; -1 when it was not started or did not exit normally.
+inline int waitTestChild(pid_t pid) {
+  if (pid <= 0) return -1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace tern::testing
