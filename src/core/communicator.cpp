@@ -304,11 +304,15 @@ void Communicator::submit(const std::shared_ptr<Operation>& op, bool blocking) {
   if (blocking && queue_.empty() && !busy_) {
     busy_ = true;
     lock.unlock();
-    execute(*op, /*inlineCall=*/true);
+    Outcome outcome = execute(*op);
     lock.lock();
     busy_ = false;
     lock.unlock();
     queueChanged_.notify_all();
+    // Run on the caller's thread, which alone holds the operation (no request handle): no one to notify.
+    op->result = outcome.code;
+    op->error = std::move(outcome.message);
+    op->done = true;
     return;
   }
   queue_.push_back(op);
@@ -330,18 +334,20 @@ void Communicator::workerLoop() {
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
-    execute(*op);
+    Outcome outcome = execute(*op);
     lock.lock();
     busy_ = false;
+    lock.unlock();
     queueChanged_.notify_all();
+    op->finish(outcome.code, std::move(outcome.message));
+    lock.lock();
   }
 }
 
-void Communicator::execute(Operation& op, bool inlineCall) {
+Communicator::Outcome Communicator::execute(Operation& op) {
   if (failed_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(errorMutex_);
-    op.finish(failure_, format("rank %d: communicator failed earlier: %s", rank_, lastError_.c_str()));
-    return;
+    return {failure_, format("rank %d: communicator failed earlier: %s", rank_, lastError_.c_str())};
   }
   try {
     if (auto hook = callHookForTesting.load(std::memory_order_relaxed)) hook(rank_);
@@ -350,20 +356,14 @@ void Communicator::execute(Operation& op, bool inlineCall) {
     } else {
       runCollective(op);
     }
-    if (inlineCall) {
-      // Run on the caller's thread, which alone holds the operation (no request handle): no one to notify.
-      op.result = ternSuccess;
-      op.done = true;
-    } else {
-      op.finish(ternSuccess, "");
-    }
+    return {};
   } catch (const Error& e) {
-    op.finish(e.code(), isFatal(e.code()) ? fail(e.code(), e.what()) : std::string(e.what()));
+    return {e.code(), isFatal(e.code()) ? fail(e.code(), e.what()) : std::string(e.what())};
   } catch (const std::bad_alloc&) {
     const std::string message = format("rank %d: out of memory in %s", rank_, collectiveName(op.args.coll));
-    op.finish(ternSystemError, fail(ternSystemError, message));
+    return {ternSystemError, fail(ternSystemError, message)};
   } catch (const std::exception& e) {
-    op.finish(ternInternalError, fail(ternInternalError, e.what()));
+    return {ternInternalError, fail(ternInternalError, e.what())};
   }
 }
 

@@ -124,8 +124,13 @@ class Communicator {
 
  private:
   Communicator(int rank, int nranks, const CommOptions& opts);
-  // inlineCall: a blocking call run on its caller's thread (submit's fast path).
-  void execute(Operation& op, bool inlineCall = false);
+  // Runs op and returns how it ended; the caller publishes that (Operation::finish) once busy_ is clear, so that a
+  // caller woken by the finish never sees its own finished call as work in progress (asyncError).
+  struct Outcome {
+    ternResult_t code = ternSuccess;
+    std::string message;
+  };
+  Outcome execute(Operation& op);
   void runCollective(Operation& op);
   void runPointToPoint(Operation& op);
   void runCompressed(Operation& op);

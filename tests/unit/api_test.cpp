@@ -121,6 +121,23 @@ TEST(Api, AsyncOperationsOverlapAndCompleteInIssueOrder) {
   }
 }
 
+// Once a call has been waited for, nothing of it is left in progress: the worker that ran it must not still count
+// itself busy after it woke the waiter (ncclCommGetAsyncError after a group end returned ncclInProgress so).
+TEST(Api, AWaitedCallLeavesNothingInProgress) {
+  runOnRanks(2, Wire::kInproc, [](ternComm_t comm, int) {
+    for (int i = 0; i < 300; ++i) {
+      float x = 1;
+      ternRequest_t r = nullptr;
+      ASSERT_EQ(ternAllReduceAsync(&x, &x, 1, ternFloat32, ternSum, comm, &r), ternSuccess);
+      ASSERT_EQ(ternWait(r), ternSuccess);
+      ternResult_t state = ternInternalError;
+      ASSERT_EQ(ternCommGetAsyncError(comm, &state), ternSuccess);
+      EXPECT_EQ(state, ternSuccess) << "call " << i;  // not ASSERT: the peer still expects every call
+      EXPECT_EQ(x, 2.0f);
+    }
+  });
+}
+
 TEST(Api, GroupedSendRecvToEachOtherDoesNotDeadlock) {
   for (Wire wire : {Wire::kInproc, Wire::kTcp}) {
     runOnRanks(4, wire, [](ternComm_t comm, int rank) {
