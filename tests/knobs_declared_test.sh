@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Every TERN_* variable the library reads is declared once, in the knobs table (src/core/env.cpp), and read through
+# Every TERN_* variable the library reads is declared once, in the knobs table (src/base/env.cpp), and read through
 # it; the README's environment table and docs/TUNING.md say what the table says. Static checks of the source tree:
-#  1. no getenv/secure_getenv in src/ outside the table's own lookup (src/core/env.cpp), the one accessor for other
+#  1. no getenv/secure_getenv in src/ outside the table's own lookup (src/base/env.cpp), the one accessor for other
 #     programs' variables (launcherVariable, src/core/env_init.cpp) and UCX's own UCX_* variables (src/transport/ucx);
 #     and nowhere a getenv of a "TERN_..." literal;
 #  2. every name passed to envString/envInt/envFlag/envDecimal in src/ is a table entry (an undeclared one is an
@@ -28,7 +28,7 @@ pending=()
 while IFS= read -r hit; do
   file=${hit%%:*}
   case "$file" in
-    src/core/env.cpp | src/core/env_init.cpp | src/transport/ucx/*) continue ;;
+    src/base/env.cpp | src/core/env_init.cpp | src/transport/ucx/*) continue ;;
   esac
   for p in "${pending[@]}"; do [[ "$file" == "$p" ]] && continue 2; done
   complain "getenv outside the knobs table's accessors: $hit (read it with envString/envInt/envFlag/envDecimal)"
@@ -36,10 +36,10 @@ done < <(grep -rnE '\b(secure_)?getenv[[:space:]]*\(' src --include='*.cpp' --in
   --include='*.cu' --include='*.cuh' | grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' || true)
 while IFS= read -r hit; do
   for p in "${pending[@]}"; do [[ "${hit%%:*}" == "$p" ]] && continue 2; done
-  complain "getenv of a TERN_ name: $hit (declare it in src/core/env.cpp, read it with envString/envInt/envFlag)"
+  complain "getenv of a TERN_ name: $hit (declare it in src/base/env.cpp, read it with envString/envInt/envFlag)"
 done < <(grep -rnE '\bgetenv[[:space:]]*\([[:space:]]*"TERN_' src || true)
 
-# 2-4 need the table's entries: the knobTable() body of src/core/env.cpp, one entry per helper call
+# 2-4 need the table's entries: the knobTable() body of src/base/env.cpp, one entry per helper call
 # (text/flag/integer/bytes/decimal("NAME", ..., "default", ...): the first string after the name is the default).
 status=0
 python3 - "$fail" "${pending[@]}" <<'EOF' || status=$?
@@ -53,7 +53,7 @@ def complain(msg):
     print("FAIL: " + msg)
     fail = 1
 
-src = open("src/core/env.cpp").read()
+src = open("src/base/env.cpp").read()
 body = src[src.index("const std::vector<KnobSpec>& knobTable()"):]
 body = body[:body.index("return table;")]
 body = re.sub(r"//[^\n]*", "", body)
@@ -66,7 +66,7 @@ for m in re.finditer(r'\b(text|flag|integer|bytes|decimal)\(\s*"([A-Z0-9_]+)"\s*
         complain(f"TERN_{name} is declared twice in the knobs table")
     entries[name] = default.group(1) if default else None
 if len(entries) < 40:
-    complain(f"found only {len(entries)} entries in src/core/env.cpp's knobTable(): has the table's form changed?")
+    complain(f"found only {len(entries)} entries in src/base/env.cpp's knobTable(): has the table's form changed?")
 for name, default in entries.items():
     if default is None:
         complain(f"TERN_{name}: no default in its table entry")

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.hpp"
+#include "base/dtype.hpp"
 #include "kernels/reduce.hpp"
 #include "kernels/reduce_dispatch.hpp"
 

@@ -5,8 +5,8 @@
 
 #include "algorithms/hier_layout.hpp"
 #include "compress/codec.hpp"
-#include "core/dtype.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/error.hpp"
 
 namespace tern {
 

@@ -4,7 +4,7 @@
 // matched in order with receives from self and become local copies, since a transport has no connection to self.
 #include "algorithms/program.hpp"
 #include "algorithms/registry.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern {
 

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "algorithms/chunking.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::algo {
 

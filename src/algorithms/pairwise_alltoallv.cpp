@@ -9,7 +9,7 @@
 
 #include "algorithms/program.hpp"
 #include "algorithms/registry.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern {
 

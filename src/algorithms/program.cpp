@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "core/dtype.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/error.hpp"
 
 namespace tern::algo {
 

@@ -3,7 +3,7 @@
 #include "compress/cast_kernels.hpp"
 #include "compress/isa.hpp"
 #include "compress/payload_layout.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

@@ -3,8 +3,8 @@
 #include <charconv>
 #include <cmath>
 
-#include "core/dtype.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/error.hpp"
 
 namespace tern::compress {
 

@@ -9,7 +9,7 @@
 #include "compress/qsgd_codec.hpp"
 #include "compress/sign_codec.hpp"
 #include "compress/topk_codec.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "compress/codec_math.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "tern/tern.h"
 
 namespace tern::compress {

@@ -2,8 +2,8 @@
 
 #include <atomic>
 
-#include "core/cpu_features.hpp"
-#include "core/error.hpp"
+#include "base/cpu_features.hpp"
+#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

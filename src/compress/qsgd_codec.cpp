@@ -3,7 +3,7 @@
 #include "compress/isa.hpp"
 #include "compress/payload_layout.hpp"
 #include "compress/qsgd_kernels.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

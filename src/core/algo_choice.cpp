@@ -4,10 +4,10 @@
 #include <map>
 #include <mutex>
 
-#include "core/dtype.hpp"
-#include "core/env.hpp"
-#include "core/error.hpp"
-#include "core/log.hpp"
+#include "base/dtype.hpp"
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 #include "planner/calibration.hpp"
 #include "planner/cluster_spec.hpp"
 #include "planner/planner.hpp"

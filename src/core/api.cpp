@@ -15,11 +15,11 @@
 #include "core/call_group.hpp"
 #include "core/communicator.hpp"
 #include "core/compressor.hpp"
-#include "core/dtype.hpp"
-#include "core/env.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/env.hpp"
+#include "base/error.hpp"
 #include "core/float_convert.hpp"
-#include "core/log.hpp"
+#include "base/log.hpp"
 #include "core/operation_pool.hpp"
 #include "tern/tern.h"
 #include "tern/tern_ext.h"
@@ -482,7 +482,7 @@ TERN_API ternResult_t ternGetKnobNumber(const char* name, double fallback, doubl
     if (name == nullptr || value == nullptr)
       throwError(ternInvalidArgument, "ternGetKnobNumber: name or value is NULL");
     if (std::strncmp(name, "TERN_", 5) != 0 || findKnob(name + 5) == nullptr) {
-      throwError(ternInvalidArgument, "ternGetKnobNumber: %s is not a knob of the table (src/core/env.cpp)", name);
+      throwError(ternInvalidArgument, "ternGetKnobNumber: %s is not a knob of the table (src/base/env.cpp)", name);
     }
     const KnobSpec& k = *findKnob(name + 5);
     if (k.kind == KnobKind::kDecimal) {

@@ -11,9 +11,9 @@
 #include <mutex>
 #include <thread>
 
-#include "core/env.hpp"
-#include "core/error.hpp"
-#include "core/log.hpp"
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 
 namespace tern {
 

@@ -2,7 +2,7 @@
 //
 // The root (the process that called ternGetUniqueId, or rank 0 of an environment launch) runs a short-lived server
 // thread. Every rank opens its own peer listener and connects to the root; root and rank authenticate each other
-// by challenge-response over the job secret (core/auth.hpp; the root proves itself first, so a rank tells nothing
+// by challenge-response over the job secret (base/auth.hpp; the root proves itself first, so a rank tells nothing
 // to a fake root); the rank then sends its rank, the world size, its listener address and its host id. When all
 // ranks have joined, the root sends everyone the table, authenticated, with a fresh random job id that the peer
 // connections are bound to, and exits. The root serves all connections at once in a poll loop: a stranger that
@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/auth.hpp"
-#include "core/socket.hpp"
-#include "core/unique_id.hpp"
+#include "base/auth.hpp"
+#include "base/socket.hpp"
+#include "base/unique_id.hpp"
 
 namespace tern {
 

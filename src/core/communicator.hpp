@@ -23,7 +23,7 @@
 #include "core/compressor.hpp"
 #include "core/network_learning.hpp"
 #include "core/operation.hpp"
-#include "core/unique_id.hpp"
+#include "base/unique_id.hpp"
 #include "transport/shm/intra_node.hpp"
 #include "transport/transport.hpp"
 

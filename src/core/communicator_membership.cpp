@@ -7,12 +7,12 @@
 
 #include "core/bootstrap.hpp"
 #include "core/communicator.hpp"
-#include "core/env.hpp"
+#include "base/env.hpp"
 #include "core/env_init.hpp"
-#include "core/error.hpp"
-#include "core/log.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 #include "core/operation_pool.hpp"
-#include "core/socket.hpp"
+#include "base/socket.hpp"
 
 namespace tern {
 

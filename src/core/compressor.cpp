@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "compress/codec_factory.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern {
 

@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "core/bootstrap.hpp"
-#include "core/env.hpp"
-#include "core/error.hpp"
-#include "core/log.hpp"
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 
 namespace tern {
 
@@ -220,7 +220,7 @@ Secret jobSecret(const LaunchEnv& e, const std::string& root) {
 
 const char* launcherVariable(const char* name) {
   if (std::strncmp(name, "TERN_", 5) == 0) {
-    throwError(ternInternalError, "%s is tern's own: read it through the knobs table (src/core/env.cpp)", name);
+    throwError(ternInternalError, "%s is tern's own: read it through the knobs table (src/base/env.cpp)", name);
   }
   const char* v = std::getenv(name);
   return (v != nullptr && *v != '\0') ? v : nullptr;

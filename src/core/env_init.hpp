@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "core/socket.hpp"
-#include "core/unique_id.hpp"
+#include "base/socket.hpp"
+#include "base/unique_id.hpp"
 
 namespace tern {
 
@@ -19,7 +19,7 @@ struct LaunchEnv {
 
 // Another program's variable (a launcher's: RANK, OMPI_COMM_WORLD_SIZE, SLURM_*, MASTER_ADDR, TMPDIR): its value, or
 // nullptr when unset or empty. The one place tern reads variables it does not declare; a TERN_ name is an internal
-// error (those are knobs, core/env.hpp).
+// error (those are knobs, base/env.hpp).
 const char* launcherVariable(const char* name);
 
 // Order of precedence: TERN_RANK/TERN_WORLD_SIZE (tern-run, or explicit overrides), torchrun (RANK, WORLD_SIZE),

@@ -8,8 +8,8 @@
 
 #include "compress/codec.hpp"
 #include "compress/error_feedback.hpp"
-#include "core/dtype.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/error.hpp"
 #include "kernels/reduce.hpp"
 
 namespace tern {

@@ -9,7 +9,7 @@
 #include <chrono>
 
 #include "algorithms/schedule.hpp"
-#include "core/socket.hpp"
+#include "base/socket.hpp"
 #include "transport/transport.hpp"
 
 namespace tern {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/dtype.hpp"
+#include "base/dtype.hpp"
 #include "kernels/reduce.hpp"
 
 namespace tern {

@@ -1,6 +1,6 @@
 #include "core/network_learning.hpp"
 
-#include "core/dtype.hpp"
+#include "base/dtype.hpp"
 
 namespace tern {
 

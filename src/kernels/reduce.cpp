@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/cpu_features.hpp"
-#include "core/dtype.hpp"
-#include "core/env.hpp"
-#include "core/error.hpp"
+#include "base/cpu_features.hpp"
+#include "base/dtype.hpp"
+#include "base/env.hpp"
+#include "base/error.hpp"
 #include "kernels/reduce_dispatch.hpp"
 
 namespace tern {

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/env.hpp"
-#include "core/error.hpp"
+#include "base/env.hpp"
+#include "base/error.hpp"
 
 namespace tern::planner {
 

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <map>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "planner/units.hpp"
 
 namespace tern::planner {

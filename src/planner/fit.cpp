@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "algorithms/registry.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "planner/cluster_spec.hpp"
 
 namespace tern::planner {

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "topo/paths.hpp"
 
 namespace tern::planner {

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "core/algo_choice.hpp"
-#include "core/dtype.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/error.hpp"
 
 namespace tern::planner {
 

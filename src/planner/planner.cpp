@@ -7,8 +7,8 @@
 #include "algorithms/compressed.hpp"
 #include "algorithms/registry.hpp"
 #include "compress/codec_factory.hpp"
-#include "core/dtype.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/error.hpp"
 #include "planner/ring_order.hpp"
 #include "planner/simulator.hpp"
 

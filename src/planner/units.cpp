@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::planner {
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "topo/paths.hpp"
 #include "topo/topo_file.hpp"
 #include "topo/topo_json.hpp"

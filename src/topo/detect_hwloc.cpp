@@ -20,7 +20,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "topo/detect.hpp"
 #include "topo/detect_util.hpp"
 #include "topo/host_id.hpp"

@@ -12,7 +12,7 @@
 #include <set>
 #include <tuple>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "topo/detect.hpp"
 #include "topo/detect_util.hpp"
 #include "topo/host_id.hpp"

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <tuple>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::topo {
 

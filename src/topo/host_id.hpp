@@ -1,7 +1,7 @@
-// The host id of the topology records: the library's one host id function (core/host_id.hpp), by its topo:: name.
+// The host id of the topology records: the library's one host id function (base/host_id.hpp), by its topo:: name.
 #pragma once
 
-#include "core/host_id.hpp"
+#include "base/host_id.hpp"
 
 namespace tern::topo {
 

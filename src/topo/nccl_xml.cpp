@@ -7,7 +7,7 @@
 #include <map>
 #include <pugixml.hpp>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "topo/detect_util.hpp"
 
 namespace tern::topo {

@@ -1,6 +1,6 @@
 #include <map>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "topo/render.hpp"
 
 namespace tern::topo {

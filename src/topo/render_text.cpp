@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <map>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "topo/render.hpp"
 
 namespace tern::topo {

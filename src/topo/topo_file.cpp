@@ -9,8 +9,8 @@
 #include <pugixml.hpp>
 #include <sstream>
 
-#include "core/env.hpp"
-#include "core/error.hpp"
+#include "base/env.hpp"
+#include "base/error.hpp"
 #include "topo/detect.hpp"
 #include "topo/host_id.hpp"
 #include "topo/nccl_xml.hpp"

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "topo/topo_json.hpp"
 
 namespace tern::topo {

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <set>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::topo {
 

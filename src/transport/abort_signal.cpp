@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern {
 

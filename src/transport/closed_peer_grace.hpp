@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <string>
 
-#include "core/socket.hpp"
+#include "base/socket.hpp"
 
 namespace tern {
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern {
 

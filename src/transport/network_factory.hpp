@@ -6,7 +6,7 @@
 #include <atomic>
 #include <memory>
 
-#include "core/socket.hpp"
+#include "base/socket.hpp"
 #include "transport/transport.hpp"
 
 namespace tern {

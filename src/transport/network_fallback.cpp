@@ -1,6 +1,6 @@
 // Stand-ins for transports this build does not have (their real definitions live under src/transport/ucx and
 // src/transport/ibverbs and define TERN_HAVE_UCX / TERN_HAVE_IBVERBS).
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "transport/network_factory.hpp"
 
 namespace tern {

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "core/socket.hpp"
+#include "base/socket.hpp"
 
 namespace tern {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/bootstrap.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "fuzz_util.hpp"
 
 using namespace tern;

@@ -8,7 +8,7 @@
 
 #include "compress/codec.hpp"
 #include "compress/codec_factory.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "fuzz_util.hpp"
 
 using namespace tern;

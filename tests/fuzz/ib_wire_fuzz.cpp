@@ -2,7 +2,7 @@
 // record re-encodes to a record that decodes to the same fields.
 #include <cstdint>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "transport/ibverbs/ib_wire.hpp"
 
 using namespace tern;

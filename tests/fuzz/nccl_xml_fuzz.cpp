@@ -2,7 +2,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "topo/nccl_xml.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,7 +1,7 @@
 // Perf output files (JSON from the perf binaries) read back by tern-calc fit: src/planner/perf_records.cpp.
 #include <cstdint>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "fuzz_util.hpp"
 #include "planner/perf_records.hpp"
 

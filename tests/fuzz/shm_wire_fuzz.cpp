@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "fuzz_util.hpp"
 #include "transport/shm/shm_wire.hpp"
 

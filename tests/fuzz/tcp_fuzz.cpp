@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/bootstrap.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "fuzz_util.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 

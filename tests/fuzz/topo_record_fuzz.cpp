@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "topo/assemble.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

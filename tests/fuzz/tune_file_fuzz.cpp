@@ -1,7 +1,7 @@
 // Tune (calibration) files, TERN_TUNE_FILE: src/planner/calibration.cpp, read from a file like the library does.
 #include <cstdint>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "fuzz_util.hpp"
 #include "planner/calibration.hpp"
 #include "planner/cost_params.hpp"

@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "transport/ibverbs/ib_gid.hpp"
 #include "transport/ibverbs/ib_settings.hpp"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "transport/ibverbs/ib_chunks.hpp"
 #include "transport/ibverbs/ib_credits.hpp"
 

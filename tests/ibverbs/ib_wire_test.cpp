@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::ib {
 namespace {

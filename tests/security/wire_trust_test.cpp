@@ -21,12 +21,12 @@
 #include <thread>
 #include <vector>
 
-#include "core/auth.hpp"
+#include "base/auth.hpp"
 #include "core/bootstrap.hpp"
-#include "core/error.hpp"
-#include "core/host_id.hpp"
-#include "core/socket.hpp"
-#include "core/unique_id.hpp"
+#include "base/error.hpp"
+#include "base/host_id.hpp"
+#include "base/socket.hpp"
+#include "base/unique_id.hpp"
 #include "tern/tern.h"
 #include "transport/tcp/tcp_transport.hpp"
 

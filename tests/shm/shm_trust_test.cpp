@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "tern/tern.h"
 #include "transport/shm/buffer_registry.hpp"
 #include "transport/shm/intra_node.hpp"

@@ -21,7 +21,7 @@ for r in 0 1 2; do
 done
 
 # The port is held for rank 0 while the job runs (no pick-then-close race): another program's plain bind gets
-# EADDRINUSE, while rank 0's listener (SO_REUSEADDR, as src/core/socket.cpp binds) can bind and listen on it.
+# EADDRINUSE, while rank 0's listener (SO_REUSEADDR, as src/base/socket.cpp binds) can bind and listen on it.
 probe='
 import os, socket
 port = int(os.environ["TERN_ROOT_ADDR"].rsplit(":", 1)[1])

@@ -12,7 +12,7 @@
 
 #include "core/algo_choice.hpp"
 #include "core/communicator.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "planner/planner.hpp"
 #include "topo/assemble.hpp"
 #include "topo/local_topology.hpp"

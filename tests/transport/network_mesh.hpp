@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "core/bootstrap.hpp"
-#include "core/error.hpp"
-#include "core/host_id.hpp"
+#include "base/error.hpp"
+#include "base/host_id.hpp"
 #include "transport/network_factory.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/communicator.hpp"
-#include "core/unique_id.hpp"
+#include "base/unique_id.hpp"
 #include "rank_threads.hpp"
 #include "tern/tern.h"
 #include "tern/tern_ext.h"

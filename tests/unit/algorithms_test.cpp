@@ -32,8 +32,8 @@
 #include "algorithms/chunking.hpp"
 #include "algorithms/registry.hpp"
 #include "common/reference.hpp"
-#include "core/dtype.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/error.hpp"
 #include "schedule_sim.hpp"
 
 namespace tern {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/reference.hpp"
-#include "core/unique_id.hpp"
+#include "base/unique_id.hpp"
 #include "kernels/reduce.hpp"
 #include "rank_threads.hpp"
 #include "tern/tern_ext.h"

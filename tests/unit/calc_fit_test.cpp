@@ -7,7 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "planner/cluster_spec.hpp"
 #include "planner/fit.hpp"
 #include "planner/planner.hpp"

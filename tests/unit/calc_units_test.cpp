@@ -1,7 +1,7 @@
 // Units as users write them: sizes (decimal and binary), rates (bits and bytes), counts, and the printed forms.
 #include <gtest/gtest.h>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "planner/cluster_spec.hpp"
 #include "planner/units.hpp"
 

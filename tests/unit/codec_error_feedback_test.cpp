@@ -8,7 +8,7 @@
 
 #include "compress/codec_factory.hpp"
 #include "compress/error_feedback.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "compress/codec_cost.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "compress/isa.hpp"
 #include "compress/pairwise_sum.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

@@ -10,7 +10,7 @@
 #include "compress/codec_factory.hpp"
 #include "compress/payload_layout.hpp"
 #include "compress/qsgd_codec.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

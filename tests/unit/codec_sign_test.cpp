@@ -11,7 +11,7 @@
 #include "compress/codec_math.hpp"
 #include "compress/pairwise_sum.hpp"
 #include "compress/sign_codec.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

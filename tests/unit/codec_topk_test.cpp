@@ -15,7 +15,7 @@
 #include "compress/codec_math.hpp"
 #include "compress/payload_layout.hpp"
 #include "compress/topk_codec.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/reference.hpp"
-#include "core/dtype.hpp"
+#include "base/dtype.hpp"
 #include "rank_threads.hpp"
 
 namespace tern {

@@ -23,7 +23,7 @@
 #include "compress/error_feedback.hpp"
 #include "compressed_bounds.hpp"
 #include "core/executor.hpp"
-#include "core/unique_id.hpp"
+#include "base/unique_id.hpp"
 #include "synthetic_gradient.hpp"
 #include "transport/inproc/inproc_transport.hpp"
 

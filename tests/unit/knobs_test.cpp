@@ -1,4 +1,4 @@
-// The knobs table (src/core/env.cpp): every numeric TERN_* knob range-checked with a message naming the variable,
+// The knobs table (src/base/env.cpp): every numeric TERN_* knob range-checked with a message naming the variable,
 // the value and the accepted range; a bad one fails communicator init; words and flags warn and keep their default;
 // undeclared names are refused.
 #include <gtest/gtest.h>
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "core/env.hpp"
-#include "core/error.hpp"
-#include "core/unique_id.hpp"
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "base/unique_id.hpp"
 #include "tern/tern.h"
 
 extern char** environ;

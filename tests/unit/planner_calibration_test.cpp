@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "planner/calibration.hpp"
 #include "planner/cluster_spec.hpp"
 #include "planner/planner.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/algo_choice.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "planner/cluster_spec.hpp"
 #include "planner/planner.hpp"
 #include "planner/ring_order.hpp"

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/unique_id.hpp"
+#include "base/unique_id.hpp"
 #include "tern/tern.h"
 
 namespace tern::testing {

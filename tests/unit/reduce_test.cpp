@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/error.hpp"
 #include "kernels/reduce.hpp"
 #include "kernels/reduce_dispatch.hpp"
 

@@ -14,7 +14,7 @@
 #include "algorithms/registry.hpp"
 #include "compress/codec_factory.hpp"
 #include "core/algo_choice.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "planner/calibration.hpp"
 #include "planner/planner.hpp"
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "algorithms/schedule.hpp"
-#include "core/dtype.hpp"
+#include "base/dtype.hpp"
 #include "kernels/reduce.hpp"
 
 namespace tern::sim {

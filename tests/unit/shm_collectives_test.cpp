@@ -22,7 +22,7 @@
 
 #include "algorithms/shm/direct_collectives.hpp"
 #include "common/reference.hpp"
-#include "core/dtype.hpp"
+#include "base/dtype.hpp"
 #include "rank_threads.hpp"
 #include "tern/tern_ext.h"
 #include "transport/shm/stream_copy.hpp"

@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "topo/assemble.hpp"
 #include "topo/detect.hpp"
 #include "topo/host_id.hpp"

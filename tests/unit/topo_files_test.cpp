@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "topo/paths.hpp"
 #include "topo/topo_file.hpp"
 #include "topo/topo_json.hpp"

@@ -4,8 +4,8 @@
 #include <map>
 
 #include "core/algo_choice.hpp"
-#include "core/dtype.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/error.hpp"
 #include "planner/units.hpp"
 
 namespace tern::calc {

@@ -7,7 +7,7 @@
 
 #include "algorithms/registry.hpp"
 #include "calibrate_report.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "options.hpp"
 #include "planner/cluster_spec.hpp"
 #include "setup.hpp"

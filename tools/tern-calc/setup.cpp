@@ -3,8 +3,8 @@
 #include <optional>
 #include <string>
 
-#include "core/env.hpp"
-#include "core/error.hpp"
+#include "base/env.hpp"
+#include "base/error.hpp"
 #include "planner/calibration.hpp"
 #include "planner/training.hpp"
 #include "planner/units.hpp"

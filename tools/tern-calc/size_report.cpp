@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "algorithms/registry.hpp"
-#include "core/dtype.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/error.hpp"
 #include "explain.hpp"
 #include "planner/units.hpp"
 #include "text_table.hpp"

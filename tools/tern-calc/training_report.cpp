@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compress/codec_cost.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "explain.hpp"
 #include "planner/training.hpp"
 #include "planner/units.hpp"

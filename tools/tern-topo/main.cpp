@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "topo/render.hpp"
 #include "topo/topo_file.hpp"
 #include "topo/topo_json.hpp"

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "algorithms/shm/direct_call.hpp"
-#include "core/dtype.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/error.hpp"
 
 namespace tern::shm {
 

@@ -17,7 +17,7 @@
 
 #include "algorithms/collective.hpp"
 #include "algorithms/shm/shm_catalogue.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "transport/shm/flag_wait.hpp"
 #include "transport/shm/mesh.hpp"
 

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/dtype.hpp"
-#include "core/env.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/env.hpp"
+#include "base/error.hpp"
 #include "transport/shm/shm_wire.hpp"
 #include "transport/shm/stream_copy.hpp"
 

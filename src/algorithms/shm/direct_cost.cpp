@@ -1,6 +1,6 @@
 #include "algorithms/shm/direct_cost.hpp"
 
-#include "core/dtype.hpp"
+#include "base/dtype.hpp"
 #include "planner/cost_params.hpp"
 
 namespace tern::shm {

@@ -1,6 +1,6 @@
 #include <cstring>
 
-#include "core/dtype.hpp"
+#include "base/dtype.hpp"
 #include "kernels/reduce.hpp"
 #include "algorithms/shm/direct_call.hpp"
 

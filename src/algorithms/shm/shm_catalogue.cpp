@@ -4,8 +4,8 @@
 
 #include "algorithms/shm/direct_call.hpp"
 #include "algorithms/shm/direct_cost.hpp"
-#include "core/dtype.hpp"
-#include "core/error.hpp"
+#include "base/dtype.hpp"
+#include "base/error.hpp"
 #include "planner/cost_params.hpp"
 #include "transport/shm/shm_layout.hpp"
 

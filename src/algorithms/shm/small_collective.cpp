@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/dtype.hpp"
+#include "base/dtype.hpp"
 #include "algorithms/shm/direct_call.hpp"
 
 namespace tern::shm {

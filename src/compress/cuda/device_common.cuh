@@ -7,7 +7,7 @@
 
 #include "compress/codec_math.hpp"
 #include "compress/cuda/runtime.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 // Kernel launches go through this macro so that the kernels can also be built for a CPU emulation of the CUDA
 // execution model (TERN_CUDA_EMULATION, used to debug kernel logic on machines without a GPU).

@@ -7,7 +7,7 @@
 //
 //   for f in src/compress/cuda/*.cu; do
 //     g++ -std=c++20 -O1 -x c++ -DTERN_CUDA_EMULATION -Iinclude -Isrc -c $f -o /tmp/emu_$(basename $f).o; done
-//   g++ /tmp/emu_*.o src/compress/*.cpp src/core/error.cpp -Iinclude -Isrc -std=c++20 -O2 -pthread -o codec_emu
+//   g++ /tmp/emu_*.o src/compress/*.cpp src/base/error.cpp -Iinclude -Isrc -std=c++20 -O2 -pthread -o codec_emu
 //   ./codec_emu --sizes=0,1,33,1025,5000 --no-bench
 #pragma once
 

@@ -4,7 +4,7 @@
 #include <bit>
 #include <cstring>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::ib {
 

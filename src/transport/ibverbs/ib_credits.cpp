@@ -1,6 +1,6 @@
 #include "transport/ibverbs/ib_credits.hpp"
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::ib {
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/log.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 #include "transport/ibverbs/ib_gid.hpp"
 
 namespace tern::ib {

@@ -1,6 +1,6 @@
 #include "transport/ibverbs/ib_exchange.hpp"
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace tern::ib {

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::ib {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <random>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::ib {
 

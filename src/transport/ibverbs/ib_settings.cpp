@@ -3,8 +3,8 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "core/env.hpp"
-#include "core/error.hpp"
+#include "base/env.hpp"
+#include "base/error.hpp"
 
 namespace tern::ib {
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::ib {
 

@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/error.hpp"
-#include "core/log.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 #include "transport/ibverbs/ib_exchange.hpp"
 #include "transport/ibverbs/ib_wire.hpp"
 #include "transport/sliced_wait.hpp"

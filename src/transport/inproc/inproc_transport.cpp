@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern {
 

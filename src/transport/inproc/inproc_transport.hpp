@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "core/unique_id.hpp"
+#include "base/unique_id.hpp"
 #include "transport/transport.hpp"
 
 namespace tern {

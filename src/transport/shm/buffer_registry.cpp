@@ -12,7 +12,7 @@
 #include <mutex>
 #include <utility>
 
-#include "core/log.hpp"
+#include "base/log.hpp"
 #include "transport/shm/intra_node.hpp"
 
 namespace tern {

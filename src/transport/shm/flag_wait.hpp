@@ -16,7 +16,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "core/socket.hpp"
+#include "base/socket.hpp"
 #include "transport/shm/futex.hpp"
 #include "transport/shm/watchdog.hpp"
 

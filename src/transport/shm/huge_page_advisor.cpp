@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/env.hpp"
-#include "core/log.hpp"
+#include "base/env.hpp"
+#include "base/log.hpp"
 
 // Older libc headers lack it; the kernel's value is fixed (include/uapi/asm-generic/mman-common.h).
 #ifndef MADV_COLLAPSE

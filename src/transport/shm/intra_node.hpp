@@ -10,7 +10,7 @@
 
 #include "core/executor.hpp"
 #include "core/operation.hpp"
-#include "core/unique_id.hpp"
+#include "base/unique_id.hpp"
 #include "transport/transport.hpp"
 
 namespace tern {

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/error.hpp"
-#include "core/log.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 #include "transport/shm/buffer_registry.hpp"
 #include "transport/shm/process_identity.hpp"
 #include "transport/shm/segment_sweeper.hpp"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/unique_id.hpp"
+#include "base/unique_id.hpp"
 #include "transport/shm/intra_node.hpp"
 #include "transport/shm/shm_layout.hpp"
 #include "transport/shm/shm_segment.hpp"

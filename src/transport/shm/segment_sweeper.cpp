@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "core/env.hpp"
+#include "base/env.hpp"
 
 namespace tern::shm {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <utility>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "transport/shm/segment_sweeper.hpp"
 
 namespace tern::shm {

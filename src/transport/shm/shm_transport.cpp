@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "transport/shm/futex.hpp"
 #include "transport/shm/process_identity.hpp"
 #include "transport/shm/shm_wire.hpp"

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::shm::wire {
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace tern::shm {

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <vector>
 
-#include "core/socket.hpp"
+#include "base/socket.hpp"
 
 namespace tern {
 class TcpTransport;

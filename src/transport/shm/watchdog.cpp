@@ -1,6 +1,6 @@
 #include "transport/shm/watchdog.hpp"
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "transport/shm/futex.hpp"
 #include "transport/shm/mesh.hpp"
 #include "transport/tcp/tcp_transport.hpp"

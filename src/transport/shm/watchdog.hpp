@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/socket.hpp"
+#include "base/socket.hpp"
 
 namespace tern {
 class TcpTransport;

@@ -11,9 +11,9 @@
 #include <cstring>
 #include <deque>
 
-#include "core/auth.hpp"
-#include "core/error.hpp"
-#include "core/log.hpp"
+#include "base/auth.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 
 namespace tern {
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "core/bootstrap.hpp"
-#include "core/error.hpp"
+#include "base/error.hpp"
 #include "transport/abort_signal.hpp"
 #include "transport/transport.hpp"
 
@@ -33,7 +33,7 @@ class TcpTransport : public Transport {
  public:
   // Connects this rank to every peer: lower ranks connect, higher ranks accept, all connections at once in one
   // poll loop. Each connection is mutually authenticated over the job secret and bound to the bootstrap's job id
-  // and to the two ranks and the socket index (core/auth.hpp); a peer that cannot prove itself is refused with
+  // and to the two ranks and the socket index (base/auth.hpp); a peer that cannot prove itself is refused with
   // ternRemoteError naming its address, a stranger connecting to our listener is dropped and logged without ever
   // delaying the real peers.
   static std::unique_ptr<TcpTransport> connect(int rank, int nranks, BootstrapResult& boot, const Secret& secret,

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "core/env.hpp"
-#include "core/error.hpp"
-#include "core/log.hpp"
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 #include "transport/ucx/ucx_status.hpp"
 
 #ifdef TERN_HAVE_UCM

@@ -1,6 +1,6 @@
 #include "transport/ucx/ucx_status.hpp"
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern::ucx {
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "core/error.hpp"
-#include "core/log.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 #include "transport/sliced_wait.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 #include "transport/ucx/ucx_status.hpp"

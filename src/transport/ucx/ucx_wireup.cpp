@@ -9,8 +9,8 @@
 #include <cstring>
 #include <mutex>
 
-#include "core/error.hpp"
-#include "core/log.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 #include "transport/shm/tcp_exchange.hpp"
 #include "transport/ucx/ucx_status.hpp"
 

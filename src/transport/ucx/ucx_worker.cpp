@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/log.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 #include "transport/ucx/ucx_status.hpp"
 
 namespace tern::ucx {

@@ -1,4 +1,4 @@
-#include "core/socket.hpp"
+#include "base/socket.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern {
 

@@ -1,4 +1,4 @@
-#include "core/env.hpp"
+#include "base/env.hpp"
 
 #include <strings.h>
 
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern {
 
@@ -70,7 +70,7 @@ int flagValue(const std::string& v) {
 const KnobSpec& declared(const char* name) {
   const KnobSpec* spec = findKnob(name);
   if (spec == nullptr) {
-    throwError(ternInternalError, "TERN_%s is read but not declared in the knobs table (src/core/env.cpp)", name);
+    throwError(ternInternalError, "TERN_%s is read but not declared in the knobs table (src/base/env.cpp)", name);
   }
   return *spec;
 }

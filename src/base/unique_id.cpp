@@ -1,10 +1,10 @@
-#include "core/unique_id.hpp"
+#include "base/unique_id.hpp"
 
 #include <openssl/crypto.h>
 #include <unistd.h>
 
-#include "core/auth.hpp"
-#include "core/error.hpp"
+#include "base/auth.hpp"
+#include "base/error.hpp"
 
 namespace tern {
 

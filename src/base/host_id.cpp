@@ -1,11 +1,11 @@
-#include "core/host_id.hpp"
+#include "base/host_id.hpp"
 
 #include <unistd.h>
 
 #include <fstream>
 #include <optional>
 
-#include "core/env.hpp"
+#include "base/env.hpp"
 
 namespace tern {
 

@@ -1,4 +1,4 @@
-#include "core/log.hpp"
+#include "base/log.hpp"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/env.hpp"
+#include "base/env.hpp"
 
 namespace tern {
 namespace {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/socket.hpp"
-#include "core/unique_id.hpp"
+#include "base/socket.hpp"
+#include "base/unique_id.hpp"
 
 namespace tern {
 

@@ -1,5 +1,5 @@
 // The layout of ternUniqueId's 128 bytes: what kind of rendezvous it names (a TCP root, or an in-process group),
-// the root's address, and the job's random 128-bit secret that every connection proves knowledge of (core/auth.hpp;
+// the root's address, and the job's random 128-bit secret that every connection proves knowledge of (base/auth.hpp;
 // the secret itself never goes on the wire).
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/socket.hpp"
+#include "base/socket.hpp"
 #include "tern/tern.h"
 
 namespace tern {

@@ -1,4 +1,4 @@
-#include "core/auth.hpp"
+#include "base/auth.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/error.hpp"
+#include "base/error.hpp"
 
 namespace tern {
 
