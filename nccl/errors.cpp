@@ -34,6 +34,11 @@ ncclResult_t fromTern(ternResult_t r) {
   return toNccl(r);
 }
 
+std::string lastError(ncclComm_t comm) {
+  if (shimErrorIsLatest) return shimError;
+  return ternGetLastError(toTern(comm));
+}
+
 ncclResult_t unsupported(const char* fn, const char* why) {
   return fail(ncclInvalidUsage, "%s is not supported by tern's libnccl.so.2: %s", fn, why);
 }
@@ -74,8 +79,7 @@ NCCL_SHIM_API const char* ncclGetErrorString(ncclResult_t result) {
 }
 
 NCCL_SHIM_API const char* ncclGetLastError(ncclComm_t comm) {
-  if (shimErrorIsLatest) return shimError.c_str();
-  return ternGetLastError(toTern(comm));
+  return shimErrorIsLatest ? shimError.c_str() : ternGetLastError(toTern(comm));
 }
 
 NCCL_SHIM_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {

@@ -13,6 +13,7 @@
 #include <nccl.h>
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,8 @@ inline ncclResult_t toNccl(ternResult_t r) { return static_cast<ncclResult_t>(r)
 ncclResult_t fail(ncclResult_t code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 // A result from tern: its message is the latest one.
 ncclResult_t fromTern(ternResult_t r);
+// The message ncclGetLastError(comm) returns on this thread, as a copy for another thread to report.
+std::string lastError(ncclComm_t comm);
 // An entry point tern cannot serve: ncclInvalidUsage, saying why.
 ncclResult_t unsupported(const char* fn, const char* why);
 
@@ -108,6 +111,12 @@ ncclResult_t runWithScratch(ternResult_t r, std::unique_ptr<char[]> scratch);
 // inputs recorded inside a group must live until the outermost ncclGroupEnd runs them.
 extern thread_local int groupDepth;
 extern thread_local std::vector<std::unique_ptr<char[]>> groupScratch;
+
+// A communicator creation (init, split, shrink) called inside a group: tern's creations block until every member
+// joins, and NCCL lets one thread create several members in one group, so it runs at the outermost ncclGroupEnd,
+// each creation on a thread of its own. create returns the creation's result (its message on that thread);
+// description names it in ncclGroupEnd's error.
+void deferCreation(std::string description, std::function<ncclResult_t()> create);
 
 }  // namespace tern::nccl
 

@@ -5,6 +5,10 @@
  *   nccl_abi_test ranks N   N processes (fork), the id passed through a pipe: every collective, groups, split,
  *                           PreMulSum, config handling, finalize and the error paths
  *   nccl_abi_test initall N one process, N ranks from ncclCommInitAll, driven from one thread in groups
+ *   nccl_abi_test groupinit N   one process, N ranks from ncclCommInitRank(Config) inside one group, then split and
+ *                           shrink inside groups, and creations failing in a group
+ *   nccl_abi_test groupinit-timeout   inits in a group missing a rank: ncclGroupEnd fails at the deadline
+ *   nccl_abi_test shrink-dead N   N processes; the last aborts, the survivors shrink it away (NCCL_SHRINK_ABORT)
  *   nccl_abi_test compress exact|compressed   2 processes: TERN_COMPRESS applies to ncclAllReduce
  *   nccl_abi_test abort     2 processes, each blocked in a receive that no one sends; a second thread calls
  *                           ncclCommAbort: the receive returns an error, no hang */
@@ -569,6 +573,76 @@ static void checkSplit(ncclComm_t comm, int rank, int n) {
   NCCL_OK(ncclCommDestroy(sub));
 }
 
+/* Sum over the members of (old rank + 1), on a communicator whose rank i is old rank members[i]. */
+static void checkSumOver(ncclComm_t sub, const int* members, int m, int oldRank, const char* what) {
+  int subRank = -1, subSize = -1;
+  NCCL_OK(ncclCommUserRank(sub, &subRank));
+  NCCL_OK(ncclCommCount(sub, &subSize));
+  CHECK(subSize == m, "%s: size %d, expected %d", what, subSize, m);
+  CHECK(subRank >= 0 && subRank < m && members[subRank] == oldRank, "%s: rank %d is not old rank %d's place", what,
+        subRank, oldRank);
+  int mine = oldRank + 1, sum = 0, want = 0;
+  for (int i = 0; i < m; ++i) want += members[i] + 1;
+  NCCL_OK(ncclAllReduce(&mine, &sum, 1, ncclInt32, ncclSum, sub, NULL));
+  CHECK(sum == want, "%s: allreduce %d, expected %d", what, sum, want);
+}
+
+/* ncclCommShrink: the excluded ranks do not call; the survivors are renumbered in order. */
+static void checkShrink(ncclComm_t comm, int rank, int n) {
+  ncclComm_t none = (ncclComm_t)0x1;
+  int self = rank, outOfRange = n, twice[2] = {0, 0};
+  expectError(ncclCommShrink(comm, &self, 1, &none, NULL, NCCL_SHRINK_DEFAULT), ncclInvalidArgument,
+              "excluded ranks do not call", "shrink excluding the caller");
+  CHECK(none == NULL, "a refused shrink left *newcomm set");
+  expectError(ncclCommShrink(comm, &outOfRange, 1, &none, NULL, NCCL_SHRINK_DEFAULT), ncclInvalidArgument,
+              "out of range", "shrink excluding a rank out of range");
+  if (rank != 0) {
+    expectError(ncclCommShrink(comm, twice, 2, &none, NULL, NCCL_SHRINK_DEFAULT), ncclInvalidArgument, "twice",
+                "shrink excluding a rank twice");
+  }
+  expectError(ncclCommShrink(comm, NULL, 0, &none, NULL, 0x10), ncclInvalidArgument, "shrinkFlags",
+              "shrink with unknown flags");
+  int members[8], m = 0;
+  /* nothing excluded: a copy of the parent */
+  for (int r = 0; r < n; ++r) members[m++] = r;
+  ncclComm_t copy = NULL;
+  NCCL_OK(ncclCommShrink(comm, NULL, 0, &copy, NULL, NCCL_SHRINK_DEFAULT));
+  checkSumOver(copy, members, m, rank, "shrink excluding nobody");
+  NCCL_OK(ncclCommDestroy(copy));
+  if (n >= 2) {
+    /* the last rank leaves; it does not call */
+    int last = n - 1;
+    m = 0;
+    for (int r = 0; r < n - 1; ++r) members[m++] = r;
+    if (rank != last) {
+      ncclComm_t sub = NULL;
+      NCCL_OK(ncclCommShrink(comm, &last, 1, &sub, NULL, NCCL_SHRINK_DEFAULT));
+      checkSumOver(sub, members, m, rank, "shrink without the last rank");
+      NCCL_OK(ncclCommDestroy(sub));
+    }
+  }
+  if (n >= 3) {
+    /* ranks 0 and 2 leave (listed out of order); the others move down; named by a config; NCCL_SHRINK_ABORT */
+    int leave[2] = {2, 0};
+    m = 0;
+    for (int r = 1; r < n; ++r) {
+      if (r != 2) members[m++] = r;
+    }
+    if (rank != 0 && rank != 2) {
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      config.commName = "shrunk";
+      ncclComm_t sub = NULL;
+      NCCL_OK(ncclCommShrink(comm, leave, 2, &sub, &config, NCCL_SHRINK_ABORT));
+      checkSumOver(sub, members, m, rank, "shrink without ranks 0 and 2");
+      NCCL_OK(ncclCommDestroy(sub));
+    }
+  }
+  /* the parent still serves every rank */
+  int one = 1, total = 0;
+  NCCL_OK(ncclAllReduce(&one, &total, 1, ncclInt32, ncclSum, comm, NULL));
+  CHECK(total == n, "allreduce on the parent after the shrinks: %d", total);
+}
+
 static void checkErrors(ncclComm_t comm, int rank, int n) {
   float buf[16] = {0};
   float out[16 * 8] = {0};
@@ -609,10 +683,6 @@ static void checkErrors(ncclComm_t comm, int rank, int n) {
   munmap(device, page * 4);
   munmap(edge, page * 2);
   /* what tern cannot do: refused with a reason, never a crash */
-  ncclComm_t none = (ncclComm_t)0x1;
-  int exclude = 0;
-  expectError(ncclCommShrink(comm, &exclude, 1, &none, NULL, 0), ncclInvalidUsage, "not supported", "shrink");
-  CHECK(none == NULL, "shrink left *newcomm set");
   expectError(ncclCommRevoke(comm, 0), ncclInvalidUsage, "not supported", "revoke");
   ncclWindow_t win = NULL;
   expectError(ncclCommWindowRegister(comm, buf, sizeof buf, &win, 0), ncclInvalidUsage, "device path",
@@ -682,6 +752,7 @@ static int runRank(int rank, int n, ncclUniqueId id) {
   checkGroups(comm, rank, n);
   checkPreMulSum(comm, rank, n);
   checkSplit(comm, rank, n);
+  checkShrink(comm, rank, n);
   checkErrors(comm, rank, n);
   /* after ncclCommFinalize no work is accepted; ncclCommDestroy still is */
   NCCL_OK(ncclCommFinalize(comm));
@@ -786,6 +857,147 @@ static int runInitAll(int n) {
   return g_failures == 0 ? 0 : 1;
 }
 
+/* Sums (old rank + 1) over communicators comms[0..m) of one process (comms[i] is old rank members[i]), the calls
+ * issued from this one thread inside a group. */
+static void checkGroupSum(ncclComm_t* comms, const int* members, int m, const char* what) {
+  int mine[8], sums[8];
+  NCCL_OK(ncclGroupStart());
+  for (int i = 0; i < m; ++i) {
+    mine[i] = members[i] + 1;
+    sums[i] = 0;
+    NCCL_OK(ncclAllReduce(&mine[i], &sums[i], 1, ncclInt32, ncclSum, comms[i], NULL));
+  }
+  NCCL_OK(ncclGroupEnd());
+  int want = 0;
+  for (int i = 0; i < m; ++i) want += members[i] + 1;
+  for (int i = 0; i < m; ++i) {
+    int rank = -1, size = -1;
+    NCCL_OK(ncclCommUserRank(comms[i], &rank));
+    NCCL_OK(ncclCommCount(comms[i], &size));
+    CHECK(rank == i && size == m, "%s: comm %d has rank %d of %d, expected %d of %d", what, i, rank, size, i, m);
+    CHECK(sums[i] == want, "%s: comm %d summed %d, expected %d", what, i, sums[i], want);
+  }
+}
+
+/* One process, n ranks: ncclCommInitRank / ncclCommInitRankConfig for every rank inside one group (the nccl-tests
+ * pattern), then split and shrink of all of them inside groups, and the errors of creations in a group. */
+static int runGroupInit(int n) {
+  g_rank = 0;
+  if (n < 1 || n > 8) return 2;
+  ncclUniqueId id;
+  NCCL_OK(ncclGetUniqueId(&id));
+  ncclComm_t comms[8];
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.commName = "group-init";
+  config.blocking = 0;
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < n; ++r) {
+    if (r % 2 == 0) {
+      NCCL_OK(ncclCommInitRank(&comms[r], n, id, r));
+    } else {
+      NCCL_OK(ncclCommInitRankConfig(&comms[r], n, id, r, &config));
+    }
+  }
+  ncclResult_t end = ncclGroupEnd();
+  if (end == ncclInProgress) {
+    for (int r = 0; r < n; ++r) {
+      ncclResult_t state = ncclInProgress;
+      while (state == ncclInProgress) NCCL_OK(ncclCommGetAsyncError(comms[r], &state));
+      NCCL_OK(state);
+    }
+    end = ncclSuccess;
+  }
+  NCCL_OK(end);
+  int members[8] = {0};
+  for (int r = 0; r < n; ++r) members[r] = r;
+  checkGroupSum(comms, members, n, "group init");
+
+  /* split by parity, every rank's split in one group */
+  ncclComm_t halves[8];
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < n; ++r) NCCL_OK(ncclCommSplit(comms[r], r % 2, r, &halves[r], NULL));
+  NCCL_OK(ncclGroupEnd());
+  for (int color = 0; color < 2 && color < n; ++color) {
+    ncclComm_t side[8];
+    int m = 0;
+    for (int r = color; r < n; r += 2) {
+      members[m] = r;
+      side[m++] = halves[r];
+    }
+    checkGroupSum(side, members, m, color == 0 ? "group split, even ranks" : "group split, odd ranks");
+  }
+  for (int r = 0; r < n; ++r) NCCL_OK(ncclCommDestroy(halves[r]));
+
+  /* shrink without rank 1 (it does not call), the survivors' shrinks in one group */
+  if (n >= 2) {
+    int leave = 1, m = 0;
+    ncclComm_t shrunk[8];
+    NCCL_OK(ncclGroupStart());
+    for (int r = 0; r < n; ++r) {
+      if (r == leave) continue;
+      members[m] = r;
+      NCCL_OK(ncclCommShrink(comms[r], &leave, 1, &shrunk[m++], NULL, NCCL_SHRINK_DEFAULT));
+    }
+    NCCL_OK(ncclGroupEnd());
+    checkGroupSum(shrunk, members, m, "group shrink");
+    for (int i = 0; i < m; ++i) NCCL_OK(ncclCommDestroy(shrunk[i]));
+  }
+  for (int r = 0; r < n; ++r) NCCL_OK(ncclCommDestroy(comms[r]));
+
+  /* a bad argument is reported by the call itself; the group then has nothing to create */
+  ncclComm_t c = (ncclComm_t)0x1;
+  NCCL_OK(ncclGroupStart());
+  expectError(ncclCommInitRank(&c, 2, id, 5), ncclInvalidArgument, "out of range", "init rank out of range in a group");
+  NCCL_OK(ncclGroupEnd());
+  CHECK(c == NULL, "a refused init left *comm set");
+
+  /* a creation failing at GroupEnd: ncclGroupEnd's result and ncclGetLastError say so; the group's other
+   * creation (a one-rank communicator) is made and usable */
+  ncclUniqueId solo, notAnId;
+  NCCL_OK(ncclGetUniqueId(&solo));
+  memset(&notAnId, 0, sizeof notAnId);
+  ncclComm_t good = NULL, bad = (ncclComm_t)0x1;
+  NCCL_OK(ncclGroupStart());
+  NCCL_OK(ncclCommInitRank(&good, 1, solo, 0));
+  NCCL_OK(ncclCommInitRank(&bad, 2, notAnId, 0));
+  expectError(ncclGroupEnd(), ncclInvalidArgument, "1 of the group's 2 communicator creations failed",
+              "group with a failing init");
+  CHECK(strstr(ncclGetLastError(NULL), "ncclCommInitRank of rank 0 of 2") != NULL,
+        "ncclGetLastError '%s' does not name the failed init", ncclGetLastError(NULL));
+  CHECK(bad == NULL, "the failed init left *comm set");
+  CHECK(good != NULL, "the group's good init made no communicator");
+  if (good != NULL) {
+    members[0] = 0;
+    checkGroupSum(&good, members, 1, "the good init of a failing group");
+    NCCL_OK(ncclCommDestroy(good));
+  }
+  return g_failures == 0 ? 0 : 1;
+}
+
+/* Ranks 0 and 1 of a 3-rank communicator created in one group, rank 2 never joining: ncclGroupEnd returns the
+ * inits' error once their deadline (TERN_TIMEOUT) passes, instead of waiting forever. */
+static int runGroupInitTimeout(void) {
+  g_rank = 0;
+  ncclUniqueId id;
+  NCCL_OK(ncclGetUniqueId(&id));
+  ncclComm_t comms[2] = {(ncclComm_t)0x1, (ncclComm_t)0x1};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < 2; ++r) NCCL_OK(ncclCommInitRank(&comms[r], 3, id, r));
+  ncclResult_t end = ncclGroupEnd();
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  const char* msg = ncclGetLastError(NULL);
+  fprintf(stderr, "group init with a missing rank -> %d after %.2f s: %s\n", (int)end, seconds, msg);
+  CHECK(end != ncclSuccess && end != ncclInProgress, "ncclGroupEnd of inits missing a rank returned %d", (int)end);
+  CHECK(strstr(msg, "ncclGroupEnd") != NULL && strstr(msg, "ncclCommInitRank") != NULL,
+        "ncclGetLastError '%s' does not name the group's init", msg);
+  CHECK(comms[0] == NULL && comms[1] == NULL, "failed inits left their communicators set");
+  CHECK(seconds < 30, "ncclGroupEnd took %.1f s", seconds);
+  return g_failures == 0 ? 0 : 1;
+}
+
 static void* abortLater(void* comm) {
   struct timespec wait = {0, 300 * 1000 * 1000};
   nanosleep(&wait, NULL);
@@ -810,6 +1022,40 @@ static int runAbort(int rank, int n, ncclUniqueId id) {
   CHECK(r != ncclSuccess, "the aborted receive succeeded");
   CHECK(seconds < 20, "the aborted receive took %.1f s", seconds);
   fprintf(stderr, "rank %d: aborted receive -> %d after %.2f s: %s\n", rank, (int)r, seconds, ncclGetLastError(NULL));
+  return g_failures == 0 ? 0 : 1;
+}
+
+/* A rank fails (its communicator is aborted, as a crash closes its connections). The survivors shrink it away with
+ * NCCL_SHRINK_ABORT while the parent still carries their exchange; once a call has failed on the parent (it waited
+ * for the dead rank), tern refuses the shrink, saying why. */
+static int runShrinkDead(int rank, int n, ncclUniqueId id) {
+  ncclComm_t comm = NULL;
+  NCCL_OK(ncclCommInitRank(&comm, n, id, rank));
+  int one = 1, total = 0;
+  NCCL_OK(ncclAllReduce(&one, &total, 1, ncclInt32, ncclSum, comm, NULL));
+  /* the dead rank leaves only once every survivor is done with the parent (their tokens have arrived) */
+  int dead = n - 1, token = 0;
+  if (rank == dead) {
+    for (int r = 0; r < dead; ++r) NCCL_OK(ncclRecv(&token, 1, ncclInt32, r, comm, NULL));
+    NCCL_OK(ncclCommAbort(comm));
+    return 0;
+  }
+  NCCL_OK(ncclSend(&token, 1, ncclInt32, dead, comm, NULL));
+  struct timespec wait = {0, 300 * 1000 * 1000};
+  nanosleep(&wait, NULL);
+  int members[8];
+  for (int i = 0; i < n - 1; ++i) members[i] = i;
+  ncclComm_t sub = NULL;
+  NCCL_OK(ncclCommShrink(comm, &dead, 1, &sub, NULL, NCCL_SHRINK_ABORT));
+  checkSumOver(sub, members, n - 1, rank, "shrink without the dead rank");
+  NCCL_OK(ncclCommDestroy(sub));
+  ncclResult_t r = ncclAllReduce(&one, &total, 1, ncclInt32, ncclSum, comm, NULL);
+  CHECK(r != ncclSuccess, "an allreduce with a dead rank succeeded");
+  ncclComm_t none = (ncclComm_t)0x1;
+  expectError(ncclCommShrink(comm, &dead, 1, &none, NULL, NCCL_SHRINK_ABORT), ncclInvalidUsage, "has failed",
+              "shrink of a failed parent");
+  CHECK(none == NULL, "a refused shrink left *newcomm set");
+  NCCL_OK(ncclCommAbort(comm));
   return g_failures == 0 ? 0 : 1;
 }
 
@@ -839,11 +1085,17 @@ int main(int argc, char** argv) {
   setvbuf(stderr, NULL, _IOLBF, 0);
   if (argc >= 3 && strcmp(argv[1], "ranks") == 0) return forkRanks(atoi(argv[2]), runRank, 240);
   if (argc >= 3 && strcmp(argv[1], "initall") == 0) return runInitAll(atoi(argv[2]));
+  if (argc >= 3 && strcmp(argv[1], "groupinit") == 0) return runGroupInit(atoi(argv[2]));
+  if (argc >= 2 && strcmp(argv[1], "groupinit-timeout") == 0) return runGroupInitTimeout();
   if (argc >= 2 && strcmp(argv[1], "abort") == 0) return forkRanks(2, runAbort, 60);
+  if (argc >= 3 && strcmp(argv[1], "shrink-dead") == 0) return forkRanks(atoi(argv[2]), runShrinkDead, 60);
   if (argc >= 3 && strcmp(argv[1], "compress") == 0) {
     g_expectCompress = argv[2];
     return forkRanks(2, runCompress, 120);
   }
-  fprintf(stderr, "usage: %s ranks N | initall N | abort | compress exact|compressed\n", argv[0]);
+  fprintf(stderr,
+          "usage: %s ranks N | initall N | groupinit N | groupinit-timeout | abort | shrink-dead N | compress "
+          "exact|compressed\n",
+          argv[0]);
   return 2;
 }
