@@ -37,6 +37,11 @@ ternResult_t ternConvert(const void* src, ternDataType_t srcType, void* dst, ter
  * bad value (out of range, not a number), with a message naming the variable, the value and the range. */
 ternResult_t ternGetKnobNumber(const char* name, double fallback, double* value);
 
+/** Number of hosts comm's ranks span, as the library groups ranks into nodes (TERN_HOSTID where set, else the
+ * host's own identity): what the cost model and the hierarchical algorithms take as the node count.
+ * ternInvalidArgument for a NULL hosts or an invalid comm. */
+ternResult_t ternCommHostCount(ternComm_t comm, int* hosts);
+
 /** Name of the transport comm runs on ("tcp", "inproc", "shm", ...). */
 const char* ternCommTransportName(ternComm_t comm);
 

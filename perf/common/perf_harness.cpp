@@ -548,22 +548,12 @@ class RankRunner {
   }
 
  private:
-  // Hosts the job spans (TERN_HOSTID where set, as the library groups ranks, else the host name), so that the JSON
-  // says on how many nodes it was measured (tern-calc --calibrate needs it). A collective: every rank calls it.
+  // Hosts the job spans, as the library groups ranks, so that the JSON says on how many nodes it was measured
+  // (tern-calc --calibrate needs it).
   int countHosts() {
-    std::string id;
-    if (const char* h = std::getenv("TERN_HOSTID"); h != nullptr && *h != '\0') {
-      id = h;
-    } else {
-      char host[256] = {0};
-      gethostname(host, sizeof(host) - 1);
-      id = host;
-    }
-    uint64_t mine = std::hash<std::string>{}(id);
-    std::vector<uint64_t> all(static_cast<size_t>(n_));
-    PERF_CHECK(ternAllGather(&mine, all.data(), 1, ternUint64, comm_), comm_);
-    std::sort(all.begin(), all.end());
-    return static_cast<int>(std::unique(all.begin(), all.end()) - all.begin());
+    int hosts = 0;
+    PERF_CHECK(ternCommHostCount(comm_, &hosts), comm_);
+    return hosts;
   }
 
   void printHeader() {

@@ -8,18 +8,19 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "base/dtype.hpp"
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 #include "core/algo_choice.hpp"
 #include "core/call_group.hpp"
 #include "core/communicator.hpp"
 #include "core/compressor.hpp"
-#include "base/dtype.hpp"
-#include "base/env.hpp"
-#include "base/error.hpp"
 #include "core/float_convert.hpp"
-#include "base/log.hpp"
 #include "core/operation_pool.hpp"
 #include "tern/tern.h"
 #include "tern/tern_ext.h"
@@ -788,6 +789,16 @@ TERN_API const char* ternCommTransportName(ternComm_t comm) {
   } catch (const Error&) {
     return "";
   }
+}
+
+TERN_API ternResult_t ternCommHostCount(ternComm_t comm, int* hosts) {
+  return guarded([&] {
+    const CommRef ref = acquireComm(comm, "ternCommHostCount");
+    if (hosts == nullptr) throwError(ternInvalidArgument, "ternCommHostCount: hosts is NULL");
+    const std::vector<std::string>& ids = ref->hostIds();
+    *hosts = static_cast<int>(std::set<std::string>(ids.begin(), ids.end()).size());
+    return ternSuccess;
+  });
 }
 
 TERN_API ternResult_t ternCompressorCreate(const char* method, const char* params, size_t count, ternDataType_t dt,

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/reference.hpp"
 #include "base/unique_id.hpp"
+#include "common/reference.hpp"
 #include "kernels/reduce.hpp"
 #include "rank_threads.hpp"
 #include "tern/tern_ext.h"
@@ -84,6 +84,11 @@ TEST(Api, CountRankAndSingleRank) {
     ASSERT_EQ(ternCommUserRank(comm, &r), ternSuccess);
     EXPECT_EQ(n, 1);
     EXPECT_EQ(r, 0);
+    int hosts = 0;
+    ASSERT_EQ(ternCommHostCount(comm, &hosts), ternSuccess);
+    EXPECT_EQ(hosts, 1);
+    EXPECT_EQ(ternCommHostCount(comm, nullptr), ternInvalidArgument);
+    EXPECT_EQ(ternCommHostCount(nullptr, &hosts), ternInvalidArgument);
     double x = 3.5, y = 0;
     ASSERT_EQ(ternAllReduce(&x, &y, 1, ternFloat64, ternAvg, comm), ternSuccess);
     EXPECT_EQ(y, 3.5);
