@@ -37,9 +37,9 @@ ncclResult_t childConfig(ncclComm_t parent, const ncclConfig_t* config, ternConf
 }
 
 // Runs create now, or, inside a group, at the outermost ncclGroupEnd (*out stays NULL until then).
-ncclResult_t createNowOrAtGroupEnd(std::string description, std::function<ncclResult_t()> create) {
+ncclResult_t createNowOrAtGroupEnd(std::string description, ncclComm_t parent, std::function<ncclResult_t()> create) {
   if (groupDepth == 0) return create();
-  deferCreation(std::move(description), std::move(create));
+  deferCreation(std::move(description), parent, std::move(create));
   return ncclSuccess;
 }
 
@@ -107,7 +107,7 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
     return ncclSuccess;
   };
   return createNowOrAtGroupEnd(std::string(fn) + " of rank " + std::to_string(rank) + " of " + std::to_string(nranks),
-                               std::move(create));
+                               nullptr, std::move(create));
 }
 
 }  // namespace tern::nccl
@@ -201,7 +201,7 @@ NCCL_SHIM_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, nc
     *newcomm = toNccl(out);
     return ncclSuccess;
   };
-  return createNowOrAtGroupEnd(std::string(fn) + " of rank " + std::to_string(rank), std::move(create));
+  return createNowOrAtGroupEnd(std::string(fn) + " of rank " + std::to_string(rank), comm, std::move(create));
 }
 
 // The excluded ranks do not call (NCCL's contract); the survivors keep their order. NCCL_SHRINK_ABORT first ends
@@ -255,7 +255,7 @@ NCCL_SHIM_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList
   auto create = [parent, survivors, newRank, tc, state, newcomm, fn]() mutable -> ncclResult_t {
     return shrinkInto(parent, survivors, newRank, tc, std::move(state), newcomm, fn);
   };
-  return createNowOrAtGroupEnd(std::string(fn) + " of rank " + std::to_string(rank), std::move(create));
+  return createNowOrAtGroupEnd(std::string(fn) + " of rank " + std::to_string(rank), comm, std::move(create));
 }
 
 // Host calls complete before returning, so nothing is left to flush: the communicator only stops accepting work.

@@ -2,6 +2,7 @@
 // together), plus the communicator creations called inside a group, which the outermost End runs concurrently.
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -20,31 +21,48 @@ namespace {
 
 struct DeferredCreation {
   std::string description;
+  ncclComm_t parent;  // split, shrink: the communicator they use; NULL for an init
   std::function<ncclResult_t()> create;
 };
 thread_local std::vector<DeferredCreation> deferredCreations;
 
-// Runs this thread's deferred creations, one thread each, and joins them. Each returns when its communicator is
-// made, fails, or its init deadline (TERN_TIMEOUT, or the config's) passes, so the joins are bounded. The first
-// failure (in call order) is reported, with how many failed.
+// Runs this thread's deferred creations concurrently and joins them: every init on a thread of its own, the
+// creations from one parent on one thread in call order (a communicator is used by one thread at a time). Each
+// returns when its communicator is made, fails, or its init deadline (TERN_TIMEOUT, or the config's) passes, so
+// the joins are bounded. The first failure (in call order) is reported, with how many failed.
 ncclResult_t runDeferredCreations() {
   std::vector<DeferredCreation> jobs = std::move(deferredCreations);
   deferredCreations.clear();
   if (jobs.empty()) return ncclSuccess;
+  std::vector<std::vector<size_t>> lanes;
+  std::map<ncclComm_t, size_t> laneOfParent;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].parent == nullptr) {
+      lanes.push_back({i});
+      continue;
+    }
+    auto [it, added] = laneOfParent.emplace(jobs[i].parent, lanes.size());
+    if (added) lanes.emplace_back();
+    lanes[it->second].push_back(i);
+  }
   std::vector<ncclResult_t> results(jobs.size(), ncclSuccess);
   std::vector<std::string> errors(jobs.size());
   std::vector<std::thread> threads;
-  threads.reserve(jobs.size());
-  for (size_t i = 0; i < jobs.size(); ++i) {
+  threads.reserve(lanes.size());
+  for (const std::vector<size_t>& lane : lanes) {
     try {
-      threads.emplace_back([&results, &errors, &jobs, i] {
-        results[i] = jobs[i].create();
-        if (results[i] != ncclSuccess) errors[i] = lastError(nullptr);
+      threads.emplace_back([&results, &errors, &jobs, &lane] {
+        for (size_t i : lane) {
+          results[i] = jobs[i].create();
+          if (results[i] != ncclSuccess) errors[i] = lastError(nullptr);
+        }
       });
     } catch (const std::system_error& e) {
-      // Its peers in this group then fail at their deadline rather than hang.
-      results[i] = ncclSystemError;
-      errors[i] = std::string("could not start a thread: ") + e.what();
+      // Their peers in this group then fail at their deadline rather than hang.
+      for (size_t i : lane) {
+        results[i] = ncclSystemError;
+        errors[i] = std::string("could not start a thread: ") + e.what();
+      }
     }
   }
   for (std::thread& t : threads) t.join();
@@ -61,8 +79,8 @@ ncclResult_t runDeferredCreations() {
 
 }  // namespace
 
-void deferCreation(std::string description, std::function<ncclResult_t()> create) {
-  deferredCreations.push_back({std::move(description), std::move(create)});
+void deferCreation(std::string description, ncclComm_t parent, std::function<ncclResult_t()> create) {
+  deferredCreations.push_back({std::move(description), parent, std::move(create)});
 }
 
 }  // namespace tern::nccl

@@ -114,9 +114,10 @@ extern thread_local std::vector<std::unique_ptr<char[]>> groupScratch;
 
 // A communicator creation (init, split, shrink) called inside a group: tern's creations block until every member
 // joins, and NCCL lets one thread create several members in one group, so it runs at the outermost ncclGroupEnd,
-// each creation on a thread of its own. create returns the creation's result (its message on that thread);
-// description names it in ncclGroupEnd's error.
-void deferCreation(std::string description, std::function<ncclResult_t()> create);
+// concurrently with the group's other creations. parent is the communicator a split or shrink uses (NULL for an
+// init). create returns the creation's result (its message on that thread); description names it in
+// ncclGroupEnd's error.
+void deferCreation(std::string description, ncclComm_t parent, std::function<ncclResult_t()> create);
 
 }  // namespace tern::nccl
 

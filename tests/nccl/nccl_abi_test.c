@@ -928,6 +928,26 @@ static int runGroupInit(int n) {
   }
   for (int r = 0; r < n; ++r) NCCL_OK(ncclCommDestroy(halves[r]));
 
+  /* two splits of each communicator in one group, the second reversing the order: one parent's run in call order */
+  ncclComm_t ahead[8], reversed[8], side[8];
+  for (int r = 0; r < n; ++r) members[r] = r;
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < n; ++r) {
+    NCCL_OK(ncclCommSplit(comms[r], 0, r, &ahead[r], NULL));
+    NCCL_OK(ncclCommSplit(comms[r], 0, -r, &reversed[r], NULL));
+  }
+  NCCL_OK(ncclGroupEnd());
+  checkGroupSum(ahead, members, n, "first of two splits in a group");
+  for (int i = 0; i < n; ++i) {
+    members[i] = n - 1 - i;
+    side[i] = reversed[n - 1 - i];
+  }
+  checkGroupSum(side, members, n, "second of two splits in a group");
+  for (int r = 0; r < n; ++r) {
+    NCCL_OK(ncclCommDestroy(ahead[r]));
+    NCCL_OK(ncclCommDestroy(reversed[r]));
+  }
+
   /* shrink without rank 1 (it does not call), the survivors' shrinks in one group */
   if (n >= 2) {
     int leave = 1, m = 0;
