@@ -51,8 +51,11 @@ Backend::Backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int siz
     std::memcpy(&id, bytes.data(), sizeof(id));
   }
   ternConfig_t config = TERN_CONFIG_INITIALIZER;
-  // TERN_TIMEOUT, when the user set it, wins over torch's group timeout (tern's documented knob).
-  if (std::getenv("TERN_TIMEOUT") == nullptr && timeout.count() > 0) {
+  // TERN_TIMEOUT, when the user set it, wins over torch's group timeout (tern's documented knob); read through the
+  // library's knobs table, so that a bad value is refused here with the table's message.
+  double ternTimeout = -1;
+  check(ternGetKnobNumber("TERN_TIMEOUT", -1, &ternTimeout), "TERN_TIMEOUT");
+  if (ternTimeout < 0 && timeout.count() > 0) {
     config.timeoutMs = static_cast<int>(std::min<int64_t>(timeout.count(), INT_MAX));
   }
   const std::string name = "torch:" + groupName;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tern/tern.h"
+#include "tern/tern_ext.h"
 #include "work.hpp"
 
 namespace tern::torch_backend {
