@@ -146,6 +146,9 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
       packed += bytes;
     }
   }
+  // Peers read this rank's blocks from its buffer (or scratch) in place or by CMA, unless they are inline here,
+  // until they post `done` for g0.
+  c.enter(&RankControl::in, g0 + 1, g0 + 1, !inlineMine);
   c.post(&RankControl::in, g0 + 1);
   c.waitAllPeers(&RankControl::in, g0 + 1, "alltoall table");
 
@@ -186,6 +189,8 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   if (forced == ShmAlgorithm::kMapped && (!onePass || !allSameProcess)) {
     cannotRun(c, forced, "every rank must address every rank's buffers (ranks that are threads of one process)");
   }
+  // After the checks every rank makes alike (so that each reports the same error), before touching any peer's buffers.
+  c.refuseIfAPeerLeft();
   const size_t piece = std::max<size_t>(kLine, kStageSlotBytes / static_cast<size_t>(n) / kLine * kLine);
   const uint32_t rounds = allInline || onePass ? 0 : static_cast<uint32_t>((stagedMax + piece - 1) / piece);
 

@@ -57,6 +57,14 @@ struct DirectCall {
   char* cmaBuf = nullptr;
   size_t cmaBytes = 0;
   std::vector<char> inlineFrom;  // alltoall: per peer, whether its blocks came inline in its slot
+  // The error path's state (leaveAfterError), set before this rank posts the flag that shows peers its buffers
+  // (entryFlag reaching entryValue: its descriptor or its table): entered, and whether peers may then touch this
+  // rank's buffers (in place, mapped or by CMA) until every peer's `done` reaches releaseDone.
+  bool entered = false;
+  bool exposed = false;
+  FlagField entryFlag = &RankControl::call;
+  uint32_t entryValue = 0;
+  uint32_t releaseDone = 0;
 
   RankControl& ctrl(int p) const { return mesh->ctrl(p); }
   char* stage(int p, uint32_t chunk) const { return mesh->stage(p, chunk); }
@@ -86,6 +94,26 @@ struct DirectCall {
   void acquireSlot(uint32_t g) const {
     waitAllPeers(&RankControl::done, g - kStageSlots + 1, "release of a staging slot");
   }
+
+  // This rank is about to post entry = value; peers may then touch its buffers when exposesBuffers.
+  void enter(FlagField entry, uint32_t value, uint32_t doneValue, bool exposesBuffers) {
+    entered = true;
+    exposed = exposesBuffers;
+    entryFlag = entry;
+    entryValue = value;
+    releaseDone = doneValue;
+  }
+  // After the exchange that shows every rank's buffers, before touching any peer's: a peer that has left the call
+  // with an error (and may have given its buffers back to its caller) is an error here, not memory to touch. The
+  // post before and this check pair with leaveAfterError's `left` then entry-flag check (sequentially consistent on
+  // both sides): either this rank sees `left`, or the leaving rank sees this rank entered and waits for it.
+  void refuseIfAPeerLeft() const;
+  // The error path of a call this rank entered: raises `left` (this thread touches no peer's buffers any more: every
+  // rank's error is fatal to the communicator past that point), then, if it exposed its buffers, waits until no peer
+  // can still touch them: every peer that entered the call has posted `done`
+  // past releaseDone, left too, or is a process that died; bounded by the communicator's timeout from now (by the
+  // call's deadline for a peer process stopped by a signal). Never throws; the caller rethrows its error.
+  void leaveAfterError() const;
 
   // Reads bytes at addr in rank p's address space into dst by CMA (process_vm_readv); throws ternSystemError
   // naming what was read (label) when the kernel refuses.

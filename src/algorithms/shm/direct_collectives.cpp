@@ -180,6 +180,9 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op, const ShmPlan
     if (sendsInput) hugePages_.onBuffer(op.input, inBytes);
     if (a.coll == Collective::kAllReduce && op.output != op.input) hugePages_.onBuffer(op.output, outBytes);
   }
+  // Peers read (and the one-pass allreduces write) a rank's buffers between seeing its descriptor and posting `done`
+  // for the call's last chunk. CMA rechunking happens once every descriptor is seen (run()), on every rank alike.
+  c.enter(&RankControl::call, k, c.chunkBase + c.chunks, !c.inStaged || !c.outStaged || cmaOffer);
   c.post(&RankControl::call, k);
   c.waitAllPeers(&RankControl::call, k, "call descriptor");
 
@@ -216,8 +219,20 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op, const ShmPlan
 }
 
 void DirectCollectives::run(Operation& op, const ExecContext& ctx, const ShmPlan& plan) {
-  const CollArgs& a = op.args;
   DirectCall& c = call_;  // reused: its vectors keep their capacity, so a call allocates nothing
+  c.entered = c.exposed = false;
+  try {
+    runCall(op, ctx, plan);
+  } catch (...) {
+    // A rank must not hand its buffers back to its caller while a peer may still read or write them.
+    if (c.entered) c.leaveAfterError();
+    throw;
+  }
+}
+
+void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const ShmPlan& plan) {
+  const CollArgs& a = op.args;
+  DirectCall& c = call_;
   c.mesh = mesh_;
   c.rank = mesh_->rank();
   c.n = mesh_->nranks();
@@ -270,9 +285,12 @@ void DirectCollectives::run(Operation& op, const ExecContext& ctx, const ShmPlan
                "by every rank (ranks that are threads of one process, or ternMemAlloc buffers peers may map)",
                c.rank, c.what);
   }
+  // After the checks every rank makes alike (so that each reports the same error), before touching any peer's buffers.
+  c.refuseIfAPeerLeft();
   if (c.cma) {  // every rank decided the same (describeCall), so every rank rechunks the same way
     c.chunkElems = std::max<size_t>(kLine, cmaChunkBytes() / c.esize / kLine * kLine);
     c.chunks = static_cast<uint32_t>((a.count + c.chunkElems - 1) / c.chunkElems);
+    c.releaseDone = c.chunkBase + c.chunks;
   }
   chunkSeq_ += c.chunks;
   noteRun(c.cma                                                                 ? ShmAlgorithm::kCma

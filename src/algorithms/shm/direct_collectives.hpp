@@ -77,6 +77,7 @@ class DirectCollectives {
   bool zeroCopyFor(const void* p, size_t bytes, BufferRef* ref) const;
   const char* resolve(int peer, const BufferRef& ref, size_t bytes);
   void describeCall(DirectCall& c, Operation& op, const ShmPlan& plan);
+  void runCall(Operation& op, const ExecContext& ctx, const ShmPlan& plan);
 
   Mesh* mesh_;
   Watchdog* dog_;

@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <random>
+#include <string>
 
 namespace tern::shm {
 
@@ -68,6 +71,30 @@ bool cmaWrite(pid_t pid, uint64_t remote, const void* local, size_t bytes) {
 bool cmaProbe(pid_t pid, uint64_t probeAddr, uint64_t cookie) {
   uint64_t value = 0;
   return cmaRead(pid, &value, probeAddr, sizeof(value)) && value == cookie;
+}
+
+ProcessState processState(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(static_cast<long>(pid)) + "/stat";
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return errno == ENOENT || errno == ESRCH ? ProcessState::kGone : ProcessState::kRunning;
+  char buf[512];
+  const size_t got = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[got] = '\0';
+  // "pid (comm) S ...": comm may hold spaces and parentheses, so the state follows the last ')'.
+  const char* close = std::strrchr(buf, ')');
+  if (close == nullptr || close[1] != ' ') return ProcessState::kRunning;
+  switch (close[2]) {
+    case 'Z':
+    case 'X':
+    case 'x':
+      return ProcessState::kGone;
+    case 'T':
+    case 't':
+      return ProcessState::kStopped;
+    default:
+      return ProcessState::kRunning;
+  }
 }
 
 }  // namespace tern::shm

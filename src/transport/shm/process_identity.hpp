@@ -28,4 +28,10 @@ bool cmaWrite(pid_t pid, uint64_t remote, const void* local, size_t bytes);
 // (a different value would mean the pid names another process, e.g. across pid namespaces).
 bool cmaProbe(pid_t pid, uint64_t probeAddr, uint64_t cookie);
 
+// What the kernel says process pid is doing, for a rank that must know whether a peer process can still touch its
+// memory: gone (no such process, or a zombie: its memory is released), stopped (by a signal or a tracer: it runs no
+// instruction until resumed), or running (anything else, including sleeping).
+enum class ProcessState { kRunning, kStopped, kGone };
+ProcessState processState(pid_t pid);
+
 }  // namespace tern::shm

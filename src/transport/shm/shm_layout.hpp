@@ -16,7 +16,7 @@
 namespace tern::shm {
 
 constexpr uint64_t kSegmentMagic = 0x6d68732d6e726574ull;  // "tern-shm"
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;                     // 2: RankControl::left
 constexpr size_t kLine = 64;
 constexpr size_t kPage = 4096;
 
@@ -121,6 +121,10 @@ struct RankControl {
   alignas(kLine) std::atomic<uint32_t> doorbellWaiters;
   // Non-zero once the owner's shared-memory transport was aborted: peers fail at once instead of waiting.
   alignas(kLine) std::atomic<uint32_t> aborted;
+  // Non-zero once the owner left a direct collective with an error (direct_call.hpp, leaveAfterError): from then on
+  // it touches no peer's buffers, and no peer may start touching its own. Unlike `aborted`, which another thread of
+  // the owner may raise while its calling thread is still copying, this is raised by the calling thread itself.
+  alignas(kLine) std::atomic<uint32_t> left;
   alignas(kLine) CallDesc desc[2];  // by call parity
 };
 

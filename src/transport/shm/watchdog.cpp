@@ -43,13 +43,15 @@ void Watchdog::checkAbortAndDeadline(int peer, Clock::time_point deadline, const
 
 bool Watchdog::peerGone(int peer) {
   if (mesh_->ctrl(peer).aborted.load(std::memory_order_acquire) != 0) return true;
+  if (mesh_->ctrl(peer).left.load(std::memory_order_acquire) != 0) return true;
   // Our own abort shuts our sockets down, which peerClosed() would report as the peer's death.
   return !aborted() && tcp_ != nullptr && tcp_->peerClosed(peer);
 }
 
 void Watchdog::throwPeerGone(int peer, const Describe& what) {
   const int rank = mesh_->rank();
-  if (mesh_->ctrl(peer).aborted.load(std::memory_order_acquire) != 0) {
+  if (mesh_->ctrl(peer).aborted.load(std::memory_order_acquire) != 0 ||
+      mesh_->ctrl(peer).left.load(std::memory_order_acquire) != 0) {
     throwError(ternRemoteError, "rank %d: rank %d (same host) failed or aborted: %s", rank, peer, what().c_str());
   }
   throwError(ternRemoteError, "rank %d: rank %d (same host) died (its connections closed): %s", rank, peer,
