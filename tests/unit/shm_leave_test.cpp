@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -25,6 +26,7 @@
 
 #include "core/communicator.hpp"
 #include "tern/tern.h"
+#include "tern/tern_ext.h"
 #include "test_child.hpp"
 
 namespace tern {
@@ -223,6 +225,110 @@ TEST(ShmLeave, DISABLED_LeaverWaitsForAPeerInsideChild) {
   ternCommAbort(comms[0]);
 }
 TEST(ShmLeave, LeaverWaitsForAPeerInside) { runChild("LeaverWaitsForAPeerInsideChild"); }
+
+// Processes: the one-pass CMA allreduce writes into its peers' outputs with process_vm_writev. Rank 1 is aborted
+// while it waits for rank 0's descriptor, and its caller at once reuses its output's address range for new data;
+// only then does rank 0 enter. Rank 0 must write nothing there (before the fix it wrote its reduced slice into the
+// reused memory of the failed process) and fail.
+constexpr int kSkipExit = 77;
+constexpr size_t kCmaCount = size_t{1} << 20;  // 4 MiB per rank: the CMA form's range
+
+std::atomic<bool> gHoldUntilFile{false};
+void holdUntilFile(int) {
+  const char* path = std::getenv("SHM_LEAVE_TEST_GO");
+  while (gHoldUntilFile.load() && access(path, F_OK) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+TEST(ShmLeave, DISABLED_ProcessEarlyLeaverCmaChild) {
+  if (!inChild()) GTEST_SKIP() << "run by ShmLeave.ProcessEarlyLeaverCma";
+  const int rank = std::atoi(std::getenv("SHM_LEAVE_TEST_RANK"));
+  const std::string hex = std::getenv("SHM_LEAVE_TEST_ID");
+  const std::string go = std::getenv("SHM_LEAVE_TEST_GO");
+  ternUniqueId id;
+  ASSERT_EQ(hex.size(), 2 * sizeof(id.internal));
+  for (size_t i = 0; i < sizeof(id.internal); ++i) {
+    id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  }
+  ternConfig_t config = TERN_CONFIG_INITIALIZER;
+  config.timeoutMs = 20000;
+  ternComm_t comm = nullptr;
+  ASSERT_EQ(ternCommInitRankConfig(&comm, 2, id, rank, &config), ternSuccess) << ternGetLastError(nullptr);
+  // TERN_ALGO forces the CMA form: a host that refuses CMA between the ranks says so on both.
+  {
+    std::vector<float> in(kCmaCount, 1.0f), out(kCmaCount);
+    if (ternAllReduce(in.data(), out.data(), kCmaCount, ternFloat32, ternSum, comm) != ternSuccess) {
+      std::fprintf(stderr, "no CMA between the ranks: %s\n", ternGetLastError(comm));
+      std::_Exit(kSkipExit);
+    }
+  }
+  if (rank == 0) {
+    gHoldUntilFile.store(true);
+    callHookForTesting.store(&holdUntilFile);
+    std::vector<float> in(kCmaCount, 1.0f), out(kCmaCount, 0.0f);
+    EXPECT_NE(ternAllReduce(in.data(), out.data(), kCmaCount, ternFloat32, ternSum, comm), ternSuccess)
+        << "rank 0 succeeded although rank 1 left the call before rank 0 entered it";
+    callHookForTesting.store(nullptr);
+    ternCommAbort(comm);
+    return;
+  }
+  Mapped in(kCmaCount), out(kCmaCount);
+  ASSERT_NE(in.data, nullptr);
+  ASSERT_NE(out.data, nullptr);
+  for (size_t i = 0; i < kCmaCount; ++i) in.data[i] = 2.0f;
+  std::thread aborter([comm] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ternCommAbort(comm);
+  });
+  EXPECT_NE(ternAllReduce(in.data, out.data, kCmaCount, ternFloat32, ternSum, comm), ternSuccess);
+  // The caller's next use of that memory: the old output freed, new data at the same addresses.
+  void* where = out.data;
+  out.release();
+  void* again =
+      mmap(where, out.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  ASSERT_EQ(again, where) << "cannot map the freed range again: " << std::strerror(errno);
+  float* reused = static_cast<float*>(again);
+  for (size_t i = 0; i < kCmaCount; ++i) reused[i] = 7.0f;
+  for (size_t i = 0; i < kCmaCount; ++i) in.data[i] = 7.0f;
+  FILE* f = std::fopen(go.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  aborter.join();
+  // Rank 0 enters now and fails at once; give a late writer ample time before looking.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  size_t written = 0;
+  for (size_t i = 0; i < kCmaCount; ++i) written += reused[i] != 7.0f ? 1 : 0;
+  EXPECT_EQ(written, 0u) << "a peer wrote into memory the failed rank had already given back and reused";
+  munmap(again, out.bytes);
+}
+
+TEST(ShmLeave, ProcessEarlyLeaverCma) {
+  ternUniqueId id;
+  ASSERT_EQ(ternGetUniqueId(&id), ternSuccess);
+  std::string hex;
+  for (char ch : id.internal) {
+    char two[3];
+    std::snprintf(two, sizeof(two), "%02x", static_cast<unsigned char>(ch));
+    hex += two;
+  }
+  char dir[] = "/tmp/shm_leave_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string go = std::string(dir) + "/go";
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 2; ++r) {
+    pids.push_back(testing::spawnTestChild(
+        "ShmLeave.DISABLED_ProcessEarlyLeaverCmaChild", kChildMarker,
+        {"TERN_SOCKET_IFNAME=lo", "TERN_ALGO=allreduce:shm_cma", "SHM_LEAVE_TEST_RANK=" + std::to_string(r),
+         "SHM_LEAVE_TEST_ID=" + hex, "SHM_LEAVE_TEST_GO=" + go}));
+    ASSERT_GT(pids.back(), 0);
+  }
+  std::vector<int> codes;
+  for (pid_t p : pids) codes.push_back(testing::waitTestChild(p));
+  std::remove(go.c_str());
+  rmdir(dir);
+  if (codes[0] == kSkipExit || codes[1] == kSkipExit) GTEST_SKIP() << "CMA between processes refused on this host";
+  EXPECT_EQ(codes[0], 0) << "rank 0's child failed or crashed (see its output above)";
+  EXPECT_EQ(codes[1], 0) << "rank 1's child failed or crashed (see its output above)";
+}
 
 }  // namespace
 }  // namespace tern
