@@ -311,6 +311,65 @@ TEST(CompressedBoundGeneralData, CastAndQsgdStayWithinTheirBoundsOnGradientLikeD
   }
 }
 
+// A job checkpoints its error feedback, goes on, and is restarted from the checkpoint: the restarted run must give
+// the same bits as the run that went on (residuals, server residuals and the step that seeds stochastic rounding
+// all restored), and a damaged checkpoint must be refused, never half loaded.
+TEST(CompressedCollectives, CheckpointRestoresTheRunBitForBit) {
+  const size_t count = 4099;
+  for (const char* spec : {"qsgd:4", "sign", "topk:0.05"}) {
+    SCOPED_TRACE(spec);
+    runOnRanks(3, Wire::kInproc, [&](ternComm_t comm, int rank) {
+      const std::string s = spec;
+      const std::string method = s.substr(0, s.find(':'));
+      const std::string params = s.find(':') == std::string::npos ? "" : s.substr(s.find(':') + 1);
+      auto create = [&] {
+        ternCompressor_t c = nullptr;
+        EXPECT_EQ(ternCompressorCreate(method.c_str(), params.c_str(), count, ternFloat32, &c), ternSuccess);
+        return c;
+      };
+      auto step = [&](ternCompressor_t c, int k) {
+        std::vector<float> g = gradient(rank, k, count), out(count);
+        EXPECT_EQ(ternAllReduceCompressed(g.data(), out.data(), count, ternFloat32, ternAvg, c, comm), ternSuccess);
+        return out;
+      };
+      ternCompressor_t first = create();
+      for (int k = 0; k < 3; ++k) step(first, k);
+      size_t bytes = 0;
+      ASSERT_EQ(ternCompressorSave(first, nullptr, &bytes), ternSuccess);
+      std::vector<uint8_t> checkpoint(bytes);
+      ASSERT_EQ(ternCompressorSave(first, checkpoint.data(), &bytes), ternSuccess);
+      ASSERT_EQ(bytes, checkpoint.size());
+      std::vector<std::vector<float>> wentOn;
+      for (int k = 3; k < 6; ++k) wentOn.push_back(step(first, k));
+      ternCompressorDestroy(first);
+
+      ternCompressor_t restarted = create();
+      // Every truncation and a flipped byte anywhere in the residuals are refused and leave the compressor as it was.
+      // Each truncation is its own allocation of exactly that size, so that a loader reading past it is caught by
+      // the sanitizer builds rather than reading the rest of the real checkpoint.
+      for (size_t cut = 0; cut < checkpoint.size(); cut += (cut < 64 ? 1 : 97)) {
+        const std::vector<uint8_t> truncated(checkpoint.begin(), checkpoint.begin() + static_cast<long>(cut));
+        EXPECT_EQ(ternCompressorLoad(restarted, truncated.data(), cut), ternInvalidArgument) << cut << " bytes";
+      }
+      std::vector<uint8_t> damaged = checkpoint;
+      damaged[damaged.size() / 2] ^= 0x40;
+      EXPECT_EQ(ternCompressorLoad(restarted, damaged.data(), damaged.size()), ternInvalidArgument);
+      ASSERT_EQ(ternCompressorLoad(restarted, checkpoint.data(), checkpoint.size()), ternSuccess);
+      for (int k = 3; k < 6; ++k) {
+        const std::vector<float> out = step(restarted, k);
+        EXPECT_EQ(std::memcmp(out.data(), wentOn[k - 3].data(), count * sizeof(float)), 0) << "step " << k;
+      }
+      // A checkpoint of another tensor size is refused by name.
+      ternCompressor_t other = nullptr;
+      ASSERT_EQ(ternCompressorCreate(method.c_str(), params.c_str(), count + 1, ternFloat32, &other), ternSuccess);
+      EXPECT_EQ(ternCompressorLoad(other, checkpoint.data(), checkpoint.size()), ternInvalidArgument);
+      EXPECT_NE(std::strstr(ternGetLastError(nullptr), "elements"), nullptr) << ternGetLastError(nullptr);
+      ternCompressorDestroy(other);
+      ternCompressorDestroy(restarted);
+    });
+  }
+}
+
 TEST(CompressedCollectives, BadArgumentsAreRejected) {
   runOnRanks(2, Wire::kInproc, [&](ternComm_t comm, int) {
     ternCompressor_t c = nullptr;
