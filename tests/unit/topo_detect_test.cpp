@@ -129,7 +129,9 @@ TEST(TopoDetect, NvmlIsOptional) {
       EXPECT_EQ(gpu.sm, 0) << gpu.id << ": a compute capability without NVML";
     }
   }
-  if (!available) EXPECT_EQ(again, detected);
+  if (!available) {
+    EXPECT_EQ(again, detected);
+  }
   EXPECT_EQ(again.count(NodeType::kGpu), detected.count(NodeType::kGpu));
 }
 
