@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "algorithms/collective.hpp"
+#include "exec/collective.hpp"
 
 namespace tern::algo {
 

@@ -21,8 +21,8 @@
 
 #include <vector>
 
-#include "algorithms/collective.hpp"
-#include "algorithms/schedule.hpp"
+#include "exec/collective.hpp"
+#include "exec/schedule.hpp"
 
 namespace tern {
 

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "algorithms/collective.hpp"
+#include "exec/collective.hpp"
 
 namespace tern::algo {
 

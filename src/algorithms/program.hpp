@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "algorithms/chunking.hpp"
-#include "algorithms/collective.hpp"
-#include "algorithms/schedule.hpp"
+#include "exec/collective.hpp"
+#include "exec/schedule.hpp"
 
 namespace tern::algo {
 

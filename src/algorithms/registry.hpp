@@ -17,8 +17,8 @@
 #include <string>
 #include <string_view>
 
-#include "algorithms/collective.hpp"
-#include "algorithms/schedule.hpp"
+#include "exec/collective.hpp"
+#include "exec/schedule.hpp"
 
 namespace tern {
 

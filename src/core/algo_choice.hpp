@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/collective.hpp"
 #include "algorithms/registry.hpp"
+#include "exec/collective.hpp"
 #include "topo/topology.hpp"
 
 namespace tern {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/operation.hpp"
+#include "exec/operation.hpp"
 
 namespace tern {
 

@@ -5,14 +5,14 @@
 #include <cstring>
 #include <vector>
 
-#include "core/bootstrap.hpp"
-#include "core/communicator.hpp"
 #include "base/env.hpp"
-#include "core/env_init.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
-#include "core/operation_pool.hpp"
 #include "base/socket.hpp"
+#include "core/communicator.hpp"
+#include "core/env_init.hpp"
+#include "core/operation_pool.hpp"
+#include "transport/bootstrap.hpp"
 
 namespace tern {
 

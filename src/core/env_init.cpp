@@ -15,10 +15,10 @@
 #include <string>
 #include <thread>
 
-#include "core/bootstrap.hpp"
 #include "base/env.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "transport/bootstrap.hpp"
 
 namespace tern {
 

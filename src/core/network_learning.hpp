@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/collective.hpp"
+#include "exec/collective.hpp"
 #include "planner/link_learner.hpp"
 
 namespace tern {

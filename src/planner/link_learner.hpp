@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/collective.hpp"
+#include "exec/collective.hpp"
 #include "planner/planner.hpp"
 
 namespace tern::planner {

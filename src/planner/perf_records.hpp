@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/collective.hpp"
+#include "exec/collective.hpp"
 #include "planner/model_link.hpp"
 
 namespace tern::planner {

@@ -26,8 +26,8 @@
 #include <tuple>
 #include <vector>
 
-#include "algorithms/collective.hpp"
 #include "algorithms/registry.hpp"
+#include "exec/collective.hpp"
 #include "planner/breakdown.hpp"
 #include "planner/cost_params.hpp"
 #include "planner/formulas.hpp"

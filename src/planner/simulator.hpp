@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
+#include "exec/schedule.hpp"
 #include "planner/breakdown.hpp"
 #include "planner/cost_params.hpp"
 #include "planner/link_table.hpp"

@@ -1,4 +1,4 @@
-// The bootstrap protocol's decoders (src/core/bootstrap.cpp), driven through the real code over loopback: the
+// The bootstrap protocol's decoders (src/transport/bootstrap.cpp), driven through the real code over loopback: the
 // fuzzer's bytes become what a fake root answers a joining rank (the status and its message, the table header and
 // every peer entry) or what a rank sends a real root (its hello and join). The harness knows the job secret and signs
 // what it sends, so the fuzzer gets past authentication to the checks behind it; the decoders must refuse garbage
@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/bootstrap.hpp"
 #include "base/error.hpp"
 #include "fuzz_util.hpp"
+#include "transport/bootstrap.hpp"
 
 using namespace tern;
 namespace wire = tern::bootstrap_wire;

@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/bootstrap.hpp"
 #include "base/error.hpp"
 #include "fuzz_util.hpp"
+#include "transport/bootstrap.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 using namespace tern;

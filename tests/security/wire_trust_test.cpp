@@ -22,12 +22,12 @@
 #include <vector>
 
 #include "base/auth.hpp"
-#include "core/bootstrap.hpp"
 #include "base/error.hpp"
 #include "base/host_id.hpp"
 #include "base/socket.hpp"
 #include "base/unique_id.hpp"
 #include "tern/tern.h"
+#include "transport/bootstrap.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace tern {

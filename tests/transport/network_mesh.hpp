@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/bootstrap.hpp"
 #include "base/error.hpp"
 #include "base/host_id.hpp"
+#include "transport/bootstrap.hpp"
 #include "transport/network_factory.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 

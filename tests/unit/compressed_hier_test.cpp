@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "algorithms/compressed.hpp"
+#include "base/unique_id.hpp"
 #include "compress/codec_factory.hpp"
 #include "compress/error_feedback.hpp"
 #include "compressed_bounds.hpp"
-#include "core/executor.hpp"
-#include "base/unique_id.hpp"
+#include "exec/executor.hpp"
 #include "synthetic_gradient.hpp"
 #include "transport/inproc/inproc_transport.hpp"
 

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
 #include "base/dtype.hpp"
+#include "exec/schedule.hpp"
 #include "kernels/reduce.hpp"
 
 namespace tern::sim {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "algorithms/collective.hpp"
+#include "exec/collective.hpp"
 #include "planner/planner.hpp"
 
 namespace tern::calc {

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/collective.hpp"
 #include "algorithms/shm/shm_catalogue.hpp"
 #include "base/error.hpp"
+#include "exec/collective.hpp"
 #include "transport/shm/flag_wait.hpp"
 #include "transport/shm/mesh.hpp"
 

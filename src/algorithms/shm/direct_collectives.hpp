@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/collective.hpp"
 #include "algorithms/shm/direct_call.hpp"
 #include "algorithms/shm/shm_catalogue.hpp"
-#include "core/executor.hpp"
-#include "core/operation.hpp"
+#include "exec/collective.hpp"
+#include "exec/executor.hpp"
+#include "exec/operation.hpp"
 #include "transport/shm/buffer_registry.hpp"
 #include "transport/shm/flag_wait.hpp"
 #include "transport/shm/huge_page_advisor.hpp"

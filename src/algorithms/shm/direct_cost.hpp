@@ -3,7 +3,7 @@
 // of the catalogue.
 #pragma once
 
-#include "algorithms/collective.hpp"
+#include "exec/collective.hpp"
 
 namespace tern::planner {
 struct ShmAlgorithmCost;

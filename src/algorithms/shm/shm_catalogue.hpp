@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "algorithms/collective.hpp"
+#include "exec/collective.hpp"
 
 namespace tern::planner {
 struct CostParams;

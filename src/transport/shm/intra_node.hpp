@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
-#include "core/operation.hpp"
 #include "base/unique_id.hpp"
+#include "exec/executor.hpp"
+#include "exec/operation.hpp"
 #include "transport/transport.hpp"
 
 namespace tern {

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "core/bootstrap.hpp"
 #include "base/error.hpp"
 #include "transport/abort_signal.hpp"
+#include "transport/bootstrap.hpp"
 #include "transport/transport.hpp"
 
 namespace tern {

@@ -1,4 +1,4 @@
-#include "core/executor.hpp"
+#include "exec/executor.hpp"
 
 #include <cstring>
 #include <functional>
@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "compress/codec.hpp"
-#include "compress/error_feedback.hpp"
 #include "base/dtype.hpp"
 #include "base/error.hpp"
+#include "compress/codec.hpp"
+#include "compress/error_feedback.hpp"
 #include "kernels/reduce.hpp"
 
 namespace tern {

@@ -8,8 +8,8 @@
 #include <atomic>
 #include <chrono>
 
-#include "algorithms/schedule.hpp"
 #include "base/socket.hpp"
+#include "exec/schedule.hpp"
 #include "transport/transport.hpp"
 
 namespace tern {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/collective.hpp"
+#include "exec/collective.hpp"
 
 namespace tern {
 

@@ -1,4 +1,4 @@
-#include "core/bootstrap.hpp"
+#include "transport/bootstrap.hpp"
 
 #include <poll.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "algorithms/collective.hpp"
+#include "exec/collective.hpp"
 
 namespace tern {
 
