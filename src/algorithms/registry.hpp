@@ -22,15 +22,15 @@
 
 namespace tern {
 
-namespace planner {
-struct CostParams;
-}  // namespace planner
+namespace shm {
+struct ShmAlgorithmCost;
+}  // namespace shm
 
 using ScheduleBuilderFn = Schedule (*)(const CollArgs& args, int rank, int nranks, const BuildOptions& options);
 // Whether the arguments admit a shared-memory algorithm on nranks ranks of one host; *why says why not.
 using AppliesFn = bool (*)(const CollArgs& args, int nranks, std::string* why);
 // Predicted seconds of a shared-memory algorithm for args on nranks ranks of one host.
-using CostFn = double (*)(const CollArgs& args, int nranks, const planner::CostParams& params);
+using CostFn = double (*)(const CollArgs& args, int nranks, const shm::ShmAlgorithmCost& params);
 
 enum class AlgorithmFamily { kSchedule, kSharedMemory, kCompressed };
 const char* algorithmFamilyName(AlgorithmFamily f);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/algo_override.hpp"
 #include "algorithms/registry.hpp"
 #include "exec/collective.hpp"
 #include "topo/topology.hpp"
@@ -22,21 +23,6 @@ namespace tern {
 namespace planner {
 class Planner;
 }  // namespace planner
-
-struct AlgoOverride {
-  // Parses the spec; throws ternInvalidArgument naming the bad part.
-  static AlgoOverride parse(const std::string& spec);
-  // Forced algorithm name for c ("" if none), and whether name is excluded for c.
-  std::string forced(Collective c) const;
-  bool excluded(Collective c, const std::string& name) const;
-
-  struct Rule {
-    Collective collective;  // kCount = every collective
-    std::vector<std::string> names;
-    bool exclude = false;
-  };
-  std::vector<Rule> rules;
-};
 
 struct ChoiceContext {
   int nranks = 1;
@@ -94,7 +80,5 @@ double predictChoiceSeconds(const CollArgs& args, const ChoiceContext& ctx, cons
 std::shared_ptr<const planner::Planner> makeCommPlanner(int nranks, const std::vector<std::string>& hostIds,
                                                         bool shmTransport,
                                                         std::shared_ptr<const topo::JobTopology> job = nullptr);
-
-Collective parseCollectiveName(const std::string& name, bool* ok);
 
 }  // namespace tern

@@ -24,7 +24,7 @@
 #include "core/operation_pool.hpp"
 #include "tern/tern.h"
 #include "tern/tern_ext.h"
-#include "transport/shm/intra_node.hpp"
+#include "transport/shm/intra_node_setup.hpp"
 
 #define TERN_API extern "C" __attribute__((visibility("default")))
 

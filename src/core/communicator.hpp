@@ -18,13 +18,13 @@
 #include <tuple>
 #include <vector>
 
+#include "algorithms/shm/intra_node.hpp"
 #include "base/unique_id.hpp"
 #include "core/algo_choice.hpp"
 #include "core/compressor.hpp"
 #include "core/network_learning.hpp"
 #include "exec/operation.hpp"
 #include "exec/schedule.hpp"
-#include "transport/shm/intra_node.hpp"
 #include "transport/transport.hpp"
 
 namespace tern {

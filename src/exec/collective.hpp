@@ -27,6 +27,8 @@ enum class Collective {
 };
 
 const char* collectiveName(Collective c);
+// The collective of a name ("allreduce", "all_reduce", "AllGather", ...); *ok false (and kCount) when none.
+Collective parseCollectiveName(const std::string& name, bool* ok);
 
 // One send or receive of a point-to-point group; offsets are into the op's input (sends) or output (receives)
 // buffer, which the communicator lays out as a gather of the user's buffers.

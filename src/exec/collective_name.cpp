@@ -1,3 +1,7 @@
+#include <algorithm>
+#include <cctype>
+#include <utility>
+
 #include "exec/collective.hpp"
 
 namespace tern {
@@ -25,6 +29,28 @@ const char* collectiveName(Collective c) {
     default:
       return "?";
   }
+}
+
+Collective parseCollectiveName(const std::string& name, bool* ok) {
+  static const std::pair<const char*, Collective> names[] = {{"allreduce", Collective::kAllReduce},
+                                                             {"allgather", Collective::kAllGather},
+                                                             {"reducescatter", Collective::kReduceScatter},
+                                                             {"broadcast", Collective::kBroadcast},
+                                                             {"reduce", Collective::kReduce},
+                                                             {"alltoall", Collective::kAlltoAll},
+                                                             {"alltoallv", Collective::kAlltoAllv},
+                                                             {"barrier", Collective::kBarrier}};
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  lower.erase(std::remove(lower.begin(), lower.end(), '_'), lower.end());
+  for (const auto& [n, c] : names) {
+    if (lower == n) {
+      *ok = true;
+      return c;
+    }
+  }
+  *ok = false;
+  return Collective::kCount;
 }
 
 }  // namespace tern

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "compress/codec_math.hpp"
+#include "base/float_bits.hpp"
 #include "tern/tern.h"
 
 namespace tern {
@@ -26,12 +26,12 @@ void reduceScalar(void* dst, const void* a, const void* b, size_t count, ternDat
 // Name of the instruction set the dispatcher picked on this CPU ("avx512", "avx2", "scalar").
 const char* reduceIsaName();
 
-// fp16/bf16 <-> fp32 with round-to-nearest-even: the library's one rounding is the codecs' (compress/codec_math.hpp,
-// integer code that gives the same bits on every CPU path and on the GPU, NaN payloads as F16C); these are its names
-// here.
-inline float halfToFloat(uint16_t h) { return compress::halfBitsToFloat(h); }
-inline uint16_t floatToHalf(float f) { return compress::floatToHalfBits(f); }
-inline float bfloat16ToFloat(uint16_t b) { return compress::bf16BitsToFloat(b); }
-inline uint16_t floatToBfloat16(float f) { return compress::floatToBf16Bits(f); }
+// fp16/bf16 <-> fp32 with round-to-nearest-even: the library's one rounding (base/float_bits.hpp, which the codecs
+// use too: integer code that gives the same bits on every CPU path and on the GPU, NaN payloads as F16C); these are
+// its names here.
+inline float halfToFloat(uint16_t h) { return halfBitsToFloat(h); }
+inline uint16_t floatToHalf(float f) { return floatToHalfBits(f); }
+inline float bfloat16ToFloat(uint16_t b) { return bf16BitsToFloat(b); }
+inline uint16_t floatToBfloat16(float f) { return floatToBf16Bits(f); }
 
 }  // namespace tern

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/shm/direct_cost.hpp"
 #include "planner/model_link.hpp"
 
 namespace tern::planner {
@@ -64,18 +65,9 @@ struct DirectCost {
   CacheLevels cache = {};
 };
 
-// The shared-memory algorithms' own model (algorithms/shm/direct_cost.cpp), used where no "shm_direct" figure
-// is calibrated: the one-phase algorithm costs smallAlpha + (bytes every rank folds or copies) / smallBytesPerSecond;
-// the chunked ones (pipelined, CMA, mapped) pipelinedAlpha + bus bytes / pipelinedBusBytesPerSecond. The defaults
-// were fitted to all_reduce_perf on a small VM (docs/PERFORMANCE.md); a tune file's "shm_algorithms" refines them.
-struct ShmAlgorithmCost {
-  double smallAlpha = 1.5e-6;
-  double smallBytesPerSecond = 9.0e9;  // every rank folds every rank's data, in cache
-  double pipelinedAlpha = 10.0e-6;     // descriptor exchange and pipeline fill
-  double pipelinedBusBytesPerSecond = 3.5e9;
-
-  bool operator==(const ShmAlgorithmCost&) const = default;
-};
+// The shared-memory algorithms' own parameters (algorithms/shm/direct_cost.hpp: the catalogue's entries price
+// themselves with them), used where no "shm_direct" figure is calibrated.
+using ShmAlgorithmCost = shm::ShmAlgorithmCost;
 
 struct CostParams {
   // Calibrated link classes, by name: a ModelLink name ("shm", "loopback", "nvlink", "pcie", "smp", "network"), or

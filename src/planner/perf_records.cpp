@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/algo_choice.hpp"
 #include "base/dtype.hpp"
 #include "base/error.hpp"
+#include "exec/collective.hpp"
 
 namespace tern::planner {
 

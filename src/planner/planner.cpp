@@ -6,9 +6,9 @@
 
 #include "algorithms/compressed.hpp"
 #include "algorithms/registry.hpp"
-#include "compress/codec_factory.hpp"
 #include "base/dtype.hpp"
 #include "base/error.hpp"
+#include "compress/codec_factory.hpp"
 #include "planner/ring_order.hpp"
 #include "planner/simulator.hpp"
 
@@ -295,7 +295,7 @@ Estimate Planner::estimateSharedMemory(const AlgorithmInfo& a, double bytes, ter
     e.error = why;
     return e;
   }
-  e.seconds = a.cost(args, nranks(), config_.params);
+  e.seconds = a.cost(args, nranks(), config_.params.shmAlgorithms);
   e.critical.transfer[static_cast<int>(ModelLink::kShm)] = e.seconds;
   e.busiestPort = "shared memory (direct: every rank reads its peers' buffers)";
   e.busiestUsers = nranks();

@@ -23,7 +23,7 @@
 #include "base/error.hpp"
 #include "tern/tern.h"
 #include "transport/shm/buffer_registry.hpp"
-#include "transport/shm/intra_node.hpp"
+#include "transport/shm/intra_node_setup.hpp"
 #include "transport/shm/process_identity.hpp"
 #include "transport/shm/shm_layout.hpp"
 #include "transport/shm/shm_wire.hpp"

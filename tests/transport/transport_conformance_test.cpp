@@ -21,7 +21,7 @@
 #include "faulty_transport.hpp"
 #include "network_mesh.hpp"
 #include "transport/inproc/inproc_transport.hpp"
-#include "transport/shm/intra_node.hpp"
+#include "transport/shm/intra_node_setup.hpp"
 #include "transport/shm/mesh.hpp"
 #include "transport/shm/shm_transport.hpp"
 #include "transport/shm/spin_policy.hpp"

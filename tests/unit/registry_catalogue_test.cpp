@@ -12,9 +12,9 @@
 
 #include "algorithms/compressed.hpp"
 #include "algorithms/registry.hpp"
+#include "base/error.hpp"
 #include "compress/codec_factory.hpp"
 #include "core/algo_choice.hpp"
-#include "base/error.hpp"
 #include "planner/calibration.hpp"
 #include "planner/planner.hpp"
 
@@ -150,17 +150,17 @@ TEST(RegistryCatalogue, OneCostModelPricesTheSharedMemoryEntries) {
   const AlgorithmInfo* p = findEntry(Collective::kAllReduce, "shm_pipelined");
   const AlgorithmInfo* m = findEntry(Collective::kAllReduce, "shm_mapped");
   ASSERT_TRUE(s && p && m);
-  EXPECT_NEAR(s->cost(small, 2, defaults), smallSeconds(2 * 4096.0), 1e-12);
-  EXPECT_NEAR(p->cost(large, 2, defaults), chunkedSeconds(2.0 * 1 / 2 * 1048576.0), 1e-12);
-  EXPECT_NEAR(m->cost(large, 4, defaults), chunkedSeconds(2.0 * 3 / 4 * 1048576.0), 1e-12);
+  EXPECT_NEAR(s->cost(small, 2, defaults.shmAlgorithms), smallSeconds(2 * 4096.0), 1e-12);
+  EXPECT_NEAR(p->cost(large, 2, defaults.shmAlgorithms), chunkedSeconds(2.0 * 1 / 2 * 1048576.0), 1e-12);
+  EXPECT_NEAR(m->cost(large, 4, defaults.shmAlgorithms), chunkedSeconds(2.0 * 3 / 4 * 1048576.0), 1e-12);
 
   // A tune file refines them, and writes them back.
   planner::CostParams tuned = defaults;
   planner::applyCalibration(
       nlohmann::json::parse(R"({"version": 1, "shm_algorithms": {"small_alpha_us": 3, "pipelined_busbw_gbs": 7}})"),
       tuned, "test");
-  EXPECT_NEAR(s->cost(small, 2, tuned), 3e-6 + 2 * 4096.0 / 9.0e9, 1e-12);
-  EXPECT_NEAR(p->cost(large, 2, tuned), 10e-6 + 1048576.0 / 7e9, 1e-12);
+  EXPECT_NEAR(s->cost(small, 2, tuned.shmAlgorithms), 3e-6 + 2 * 4096.0 / 9.0e9, 1e-12);
+  EXPECT_NEAR(p->cost(large, 2, tuned.shmAlgorithms), 10e-6 + 1048576.0 / 7e9, 1e-12);
   planner::CostParams again = defaults;
   planner::applyCalibration(nlohmann::json::parse(planner::calibrationToJson(tuned).dump()), again, "round trip");
   EXPECT_NEAR(again.shmAlgorithms.smallAlpha, 3e-6, 1e-15);

@@ -246,7 +246,7 @@ TEST(ShmAlltoAll, CatalogueEntriesArePricedByTheOneModel) {
       }
       std::string why;
       ASSERT_TRUE(a->applies(args, 4, &why)) << name << ": " << why;
-      EXPECT_GT(a->cost(args, 4, params), 0) << name;
+      EXPECT_GT(a->cost(args, 4, params.shmAlgorithms), 0) << name;
     }
   }
   // The default: inline while a rank's blocks for its peers fit a staging slot, then the one-pass forms; alltoallv
@@ -261,8 +261,8 @@ TEST(ShmAlltoAll, CatalogueEntriesArePricedByTheOneModel) {
   std::string why;
   EXPECT_FALSE(shm::shmSmallApplies(large, 4, &why));
   EXPECT_NE(why.find("staging slot"), std::string::npos) << why;
-  EXPECT_LT(shm::shmSeconds(ShmAlgorithm::kSmall, small, 4, params),
-            shm::shmSeconds(ShmAlgorithm::kCma, small, 4, params));
+  EXPECT_LT(shm::shmSeconds(ShmAlgorithm::kSmall, small, 4, params.shmAlgorithms),
+            shm::shmSeconds(ShmAlgorithm::kCma, small, 4, params.shmAlgorithms));
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,16 +1,15 @@
 #include "algorithms/shm/direct_cost.hpp"
 
 #include "base/dtype.hpp"
-#include "planner/cost_params.hpp"
 
 namespace tern::shm {
 
-// The default parameters (planner/cost_params.hpp) were fitted to all_reduce_perf (float32 sum, ordinary buffers,
+// The default parameters (ShmAlgorithmCost) were fitted to all_reduce_perf (float32 sum, ordinary buffers,
 // 2 ranks): one phase as alpha + n x bytes / bandwidth (every rank folds every rank's data, in cache), the chunked
 // algorithms as alpha + bus bytes / bus bandwidth. In-place reads of registered buffers are faster, which the
 // planner cannot know from CollArgs, so the model is the staged (conservative) one.
 
-double predictDirectSeconds(const CollArgs& a, int n, bool small, const planner::ShmAlgorithmCost& cost) {
+double predictDirectSeconds(const CollArgs& a, int n, bool small, const ShmAlgorithmCost& cost) {
   const double p = n;
   const double bytes = static_cast<double>(a.count) * static_cast<double>(dataTypeSize(a.dtype));
   if (a.coll == Collective::kBarrier) return cost.smallAlpha;

@@ -1,16 +1,15 @@
 // The shared-memory IntraNode: a mesh of segments (mesh.hpp), the FIFO transport over it (shm_transport.hpp) and the
 // shared-memory algorithms of the catalogue (direct_collectives.hpp, shm_catalogue.hpp), priced by the planner's
-// cost parameters (CostParams::shmAlgorithms). It lives with the algorithms: the transport below it knows nothing
-// of them.
-#include "transport/shm/intra_node.hpp"
+// cost parameters (CostParams::shmAlgorithms, handed in by the communicator). It lives with the algorithms: the
+// transport below it knows nothing of them.
+#include "algorithms/shm/intra_node.hpp"
 
+#include "algorithms/algo_override.hpp"
 #include "algorithms/shm/direct_collectives.hpp"
 #include "algorithms/shm/shm_catalogue.hpp"
-#include "core/algo_choice.hpp"
 #include "base/dtype.hpp"
 #include "base/env.hpp"
 #include "base/log.hpp"
-#include "planner/calibration.hpp"
 #include "transport/shm/mesh.hpp"
 #include "transport/shm/shm_transport.hpp"
 #include "transport/shm/spin_policy.hpp"
@@ -22,14 +21,15 @@ namespace {
 
 class ShmIntraNode : public IntraNode {
  public:
-  ShmIntraNode(std::unique_ptr<shm::Mesh> mesh, const IntraNodeSetup& setup)
+  ShmIntraNode(std::unique_ptr<shm::Mesh> mesh, const IntraNodeSetup& setup,
+               const std::function<shm::ShmAlgorithmCost()>& cost)
       : mesh_(std::move(mesh)),
         dog_(mesh_.get(), setup.tcp, setup.timeoutMs),
         spin_(shm::chooseSpinPolicy(mesh_->localRanks())),
         transport_(mesh_.get(), &dog_, spin_),
         direct_(mesh_.get(), &dog_, spin_),
         algoOverride_(AlgoOverride::parse(knobs().algo)),
-        params_(planner::processCostParams()) {}
+        params_(cost()) {}
 
   bool tryRun(Operation& op, const ExecContext& ctx) override {
     const shm::ShmPlan p = plan(op.args);
@@ -88,19 +88,20 @@ class ShmIntraNode : public IntraNode {
   shm::ShmTransport transport_;
   shm::DirectCollectives direct_;
   AlgoOverride algoOverride_;
-  planner::CostParams params_;
+  shm::ShmAlgorithmCost params_;
 };
 
 }  // namespace
 
-std::unique_ptr<IntraNode> createIntraNode(const IntraNodeSetup& setup) {
+std::unique_ptr<IntraNode> createIntraNode(const IntraNodeSetup& setup,
+                                           const std::function<shm::ShmAlgorithmCost()>& cost) {
   if (knobs().shmDisable) {
     TERN_LOG(kInfo, kShm, setup.rank, "shared-memory transport disabled (TERN_SHM_DISABLE)");
     return nullptr;
   }
   auto mesh = shm::Mesh::create(setup);
   if (!mesh) return nullptr;
-  return std::make_unique<ShmIntraNode>(std::move(mesh), setup);
+  return std::make_unique<ShmIntraNode>(std::move(mesh), setup, cost);
 }
 
 }  // namespace tern

@@ -6,7 +6,6 @@
 #include "algorithms/shm/direct_cost.hpp"
 #include "base/dtype.hpp"
 #include "base/error.hpp"
-#include "planner/cost_params.hpp"
 #include "transport/shm/shm_layout.hpp"
 
 namespace tern::shm {
@@ -196,15 +195,15 @@ bool shmApplies(ShmAlgorithm a, const CollArgs& args, int nranks, std::string* w
   }
 }
 
-double shmSmallCost(const CollArgs& args, int nranks, const planner::CostParams& params) {
-  return predictDirectSeconds(args, nranks, true, params.shmAlgorithms);
+double shmSmallCost(const CollArgs& args, int nranks, const ShmAlgorithmCost& params) {
+  return predictDirectSeconds(args, nranks, true, params);
 }
 
-double shmChunkedCost(const CollArgs& args, int nranks, const planner::CostParams& params) {
-  return predictDirectSeconds(args, nranks, false, params.shmAlgorithms);
+double shmChunkedCost(const CollArgs& args, int nranks, const ShmAlgorithmCost& params) {
+  return predictDirectSeconds(args, nranks, false, params);
 }
 
-double shmSeconds(ShmAlgorithm a, const CollArgs& args, int nranks, const planner::CostParams& params) {
+double shmSeconds(ShmAlgorithm a, const CollArgs& args, int nranks, const ShmAlgorithmCost& params) {
   if (a == ShmAlgorithm::kNone) return -1;
   return a == ShmAlgorithm::kSmall ? shmSmallCost(args, nranks, params) : shmChunkedCost(args, nranks, params);
 }

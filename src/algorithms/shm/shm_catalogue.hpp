@@ -15,11 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "algorithms/shm/direct_cost.hpp"
 #include "exec/collective.hpp"
-
-namespace tern::planner {
-struct CostParams;
-}  // namespace tern::planner
 
 namespace tern::shm {
 
@@ -64,15 +61,16 @@ ShmAlgorithm defaultShmAlgorithm(const CollArgs& a, int nranks);
 // Whether algorithm a can run args on nranks ranks of one host as far as the arguments tell; *why says why not.
 bool shmApplies(ShmAlgorithm a, const CollArgs& args, int nranks, std::string* why);
 
-// Predicted seconds of a for args on nranks ranks (CostParams::shmAlgorithms; algorithms/shm/direct_cost.cpp).
-double shmSeconds(ShmAlgorithm a, const CollArgs& args, int nranks, const planner::CostParams& params);
+// Predicted seconds of a for args on nranks ranks (ShmAlgorithmCost, CostParams::shmAlgorithms;
+// algorithms/shm/direct_cost.cpp).
+double shmSeconds(ShmAlgorithm a, const CollArgs& args, int nranks, const ShmAlgorithmCost& params);
 
 // The catalogue's per-entry functions (AppliesFn, CostFn of algorithms/registry.hpp).
 bool shmSmallApplies(const CollArgs& args, int nranks, std::string* why);
 bool shmPipelinedApplies(const CollArgs& args, int nranks, std::string* why);
 bool shmCmaApplies(const CollArgs& args, int nranks, std::string* why);
 bool shmMappedApplies(const CollArgs& args, int nranks, std::string* why);
-double shmSmallCost(const CollArgs& args, int nranks, const planner::CostParams& params);
-double shmChunkedCost(const CollArgs& args, int nranks, const planner::CostParams& params);
+double shmSmallCost(const CollArgs& args, int nranks, const ShmAlgorithmCost& params);
+double shmChunkedCost(const CollArgs& args, int nranks, const ShmAlgorithmCost& params);
 
 }  // namespace tern::shm

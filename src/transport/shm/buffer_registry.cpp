@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "base/log.hpp"
-#include "transport/shm/intra_node.hpp"
+#include "transport/shm/intra_node_setup.hpp"
 
 namespace tern {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/unique_id.hpp"
-#include "transport/shm/intra_node.hpp"
+#include "transport/shm/intra_node_setup.hpp"
 #include "transport/shm/shm_layout.hpp"
 #include "transport/shm/shm_segment.hpp"
 

@@ -4,28 +4,18 @@
 // connections carry the setup handshake and stay open as the liveness channel: a peer that dies closes them).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "base/unique_id.hpp"
+#include "algorithms/shm/direct_cost.hpp"
 #include "exec/executor.hpp"
 #include "exec/operation.hpp"
+#include "transport/shm/intra_node_setup.hpp"
 #include "transport/transport.hpp"
 
 namespace tern {
-
-class TcpTransport;
-
-struct IntraNodeSetup {
-  int rank = 0;
-  int nranks = 1;
-  std::vector<std::string> hostIds;  // per rank
-  Secret secret;                     // goes into segment names
-  int timeoutMs = 300000;
-  TcpTransport* tcp = nullptr;  // connected to every peer; for the handshake and liveness
-  const std::atomic<bool>* abortFlag = nullptr;
-};
 
 class IntraNode {
  public:
@@ -47,11 +37,10 @@ class IntraNode {
 };
 
 // Collective over the communicator: every rank calls it (ranks alone on their host too). Returns nullptr when
-// TERN_SHM_DISABLE=1 or no two ranks share a host.
-std::unique_ptr<IntraNode> createIntraNode(const IntraNodeSetup& setup);
-
-// Zero-copy registered buffers (ternMemAlloc / ternMemFree): shared-memory backed, mappable by peers.
-void* shmAlloc(size_t bytes);
-void shmFree(void* p);
+// TERN_SHM_DISABLE=1 or no two ranks share a host. cost: the cost model's parameters of the shared-memory
+// algorithms (planner::CostParams::shmAlgorithms of the process's tune file, which this layer cannot read: the
+// planner is above it), asked for once the direct path is made.
+std::unique_ptr<IntraNode> createIntraNode(const IntraNodeSetup& setup,
+                                           const std::function<shm::ShmAlgorithmCost()>& cost);
 
 }  // namespace tern
