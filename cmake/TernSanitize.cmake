@@ -3,7 +3,7 @@
 #   -DTERN_SANITIZE=thread              TSan
 # Every report is fatal (UBSan does not recover), so a test that triggers one fails instead of printing and passing.
 # Included before any target is defined: the flags must reach every object, including the ones shared through
-# tern_objects.
+# the layer targets (cmake/TernLayers.cmake).
 set(TERN_SANITIZE "" CACHE STRING "Sanitizers for the whole build: address,undefined | thread | empty (none)")
 set_property(CACHE TERN_SANITIZE PROPERTY STRINGS "" "address,undefined" "thread")
 if(TERN_SANITIZE)
