@@ -81,7 +81,6 @@ class Program {
   // Bump allocation of scratch bytes (64-byte aligned so every element type stays aligned).
   size_t allocScratch(size_t bytes);
 
-  size_t numSteps() const { return schedule_.steps.size(); }
   Schedule take();
 
  private:

@@ -72,7 +72,6 @@ class FrameConn {
   Fd releaseFd() { return std::move(fd_); }
   const SocketAddress& peer() const { return peer_; }
   Clock::time_point deadline() const { return deadline_; }
-  void setDeadline(Clock::time_point d) { deadline_ = d; }
 
  private:
   Fd fd_;

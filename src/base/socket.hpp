@@ -78,6 +78,5 @@ void recvExact(int fd, void* data, size_t bytes, Clock::time_point deadline, con
 
 void setNonBlocking(int fd, bool on);
 void setNoDelay(int fd);
-void setBufferSizes(int fd, int bytes);
 
 }  // namespace tern

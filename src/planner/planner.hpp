@@ -93,7 +93,6 @@ class Planner {
   // What the communicator must build schedules with for the predictions to hold (chunk size, ring order, hosts).
   const BuildOptions& buildOptions() const { return build_; }
   int numHosts() const { return hosts_; }
-  int maxRanksPerHost() const { return maxPerHost_; }
 
   // Registered algorithms of c that make sense on this job, in registry order ("hier" needs two hosts, one of them
   // with two ranks; the direct path is added last when directCandidate is set).

@@ -154,11 +154,6 @@ LinkClass linkClassOf(PathType t) {
   return LinkClass::kNetwork;
 }
 
-Path hostPath(const HostTopology& host, int a, int b) {
-  PathSearch search(host);
-  return search.from(a)[b];
-}
-
 HostPaths::HostPaths(const HostTopology& host) : n_(host.nodes.size()), paths_(n_ * n_) {
   PathSearch search(host);
   for (size_t a = 0; a < n_; ++a) {

@@ -39,9 +39,6 @@ struct Path {
   std::vector<int> links;  // link indices, in order from source to destination
 };
 
-// One pair, computed on demand. `a` and `b` are node indices.
-Path hostPath(const HostTopology& host, int a, int b);
-
 // All pairs of one host, computed once (a host has tens of nodes; this takes well under a millisecond).
 class HostPaths {
  public:

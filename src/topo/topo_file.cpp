@@ -18,18 +18,6 @@
 
 namespace tern::topo {
 
-const char* topoFormatName(TopoFormat f) {
-  switch (f) {
-    case TopoFormat::kJson:
-      return "json";
-    case TopoFormat::kNcclXml:
-      return "nccl-xml";
-    case TopoFormat::kHwlocXml:
-      return "hwloc-xml";
-  }
-  return "?";
-}
-
 TopoFormat sniffTopoFormat(std::string_view text, const std::string& source) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 byte order mark
   size_t first = text.find_first_not_of(" \t\r\n");

@@ -16,7 +16,6 @@ inline constexpr const char* kTopoFileEnv = "TERN_TOPO_FILE";           // load 
 inline constexpr const char* kTopoDumpFileEnv = "TERN_TOPO_DUMP_FILE";  // write what was detected here
 
 enum class TopoFormat { kJson, kNcclXml, kHwlocXml };
-const char* topoFormatName(TopoFormat f);  // "json", "nccl-xml", "hwloc-xml"
 
 // The format of a file's content; Error(ternInvalidArgument, "<source>: ...") when it is none of them.
 TopoFormat sniffTopoFormat(std::string_view text, const std::string& source);

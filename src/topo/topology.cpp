@@ -190,11 +190,6 @@ void completeHost(HostTopology& host) {
                    [&](const Link& x, const Link& y) { return treeChild(x) < treeChild(y); });
 }
 
-int JobTopology::ranksOnHost(int host) const {
-  return static_cast<int>(
-      std::count_if(ranks.begin(), ranks.end(), [host](const RankPlacement& r) { return r.host == host; }));
-}
-
 Network deriveNetwork(const std::vector<HostTopology>& hosts) {
   // Preference when speeds tie: RDMA over plain Ethernet, native IB over RoCE.
   auto rankKind = [](NetKind k) {

@@ -138,9 +138,6 @@ struct JobTopology {
   std::vector<RankPlacement> ranks;  // index = rank
   Network network;
 
-  // Number of ranks on a host.
-  int ranksOnHost(int host) const;
-
   bool operator==(const JobTopology&) const = default;
 };
 

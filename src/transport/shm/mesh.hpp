@@ -51,8 +51,6 @@ class Mesh {
   const std::vector<int>& localPeers() const { return localPeers_; }  // same-host ranks other than this one
   bool allLocal() const { return static_cast<int>(localPeers_.size()) + 1 == nranks_; }
   int localRanks() const { return static_cast<int>(localPeers_.size()) + 1; }
-  // True when every same-host peer can read this rank's registered buffers in place.
-  bool peersMapMyBuffers() const { return peersMapMyBuffers_; }
 
   RankControl& ctrl(int p) { return *peers_[p].ctrl; }
   char* base(int p) { return peers_[p].segment.data(); }
@@ -84,7 +82,7 @@ class Mesh {
   Layout layout_;
   std::vector<PeerView> peers_;
   std::vector<int> localPeers_;
-  bool peersMapMyBuffers_ = false;
+  bool peersMapMyBuffers_ = false;  // every same-host peer reads this rank's registered buffers in place (logged)
 };
 
 }  // namespace tern::shm
