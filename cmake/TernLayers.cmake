@@ -37,6 +37,14 @@ function(tern_layer dir)
   set_target_properties(tern_${dir} PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON
                                                TERN_LAYER ${dir})
   set_property(GLOBAL APPEND PROPERTY TERN_LAYERS ${dir})
+  set_property(GLOBAL APPEND PROPERTY TERN_CHECKED_DIRS ${dir})
+endfunction()
+
+# A directory of src/ above the layers (src/train: libtern_train, on the public C API only) may include none of
+# them; the check runs before <target> compiles.
+function(tern_face_of_layers dir target)
+  set_property(GLOBAL APPEND PROPERTY TERN_CHECKED_DIRS ${dir})
+  set_property(GLOBAL PROPERTY TERN_FACE_${dir}_TARGET ${target})
 endfunction()
 
 # The layers a layer's target links, directly or through another layer: what its sources may include.
@@ -64,9 +72,15 @@ endfunction()
 # After every layer (and its optional parts) is declared: each layer's list, and a build step before each layer
 # compiles that fails on an include outside it (cmake/TernLayerCheck.cmake).
 function(tern_layer_checks)
-  get_property(layers GLOBAL PROPERTY TERN_LAYERS)
-  foreach(dir ${layers})
-    tern_layer_closure(${dir} uses)
+  get_property(dirs GLOBAL PROPERTY TERN_CHECKED_DIRS)
+  foreach(dir ${dirs})
+    get_property(target GLOBAL PROPERTY TERN_FACE_${dir}_TARGET)
+    if(target)
+      set(uses "")
+    else()
+      set(target tern_${dir})
+      tern_layer_closure(${dir} uses)
+    endif()
     set_property(GLOBAL PROPERTY TERN_LAYER_${dir}_USES ${uses})
     string(REPLACE ";" "," uses_arg "${uses}")
     if(uses)
@@ -86,7 +100,7 @@ function(tern_layer_checks)
       COMMENT "Checking the includes of src/${dir}: it may use ${uses_text}"
       VERBATIM)
     add_custom_target(tern_${dir}_layer_check DEPENDS ${stamp})
-    add_dependencies(tern_${dir} tern_${dir}_layer_check)
+    add_dependencies(${target} tern_${dir}_layer_check)
   endforeach()
 endfunction()
 
