@@ -3,6 +3,7 @@
 
 #include <hwloc.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -387,9 +388,11 @@ HostTopology importHwlocXml(std::string_view text, const std::string& source) {
 }
 
 // Runs the import in a forked child (see detect.hpp for why); throws when the child did not end with either of its
-// two clean outcomes. The child only imports and leaves with _exit: no atexit handler, stdio flush or leak check of
-// the parent's state runs in it, and crash signals kill it quietly instead of reaching handlers (a sanitizer's, a
-// fuzzer's, the application's) that belong to the parent.
+// two clean outcomes. The child only imports and leaves by the exit_group system call itself: no atexit handler,
+// stdio flush or sanitizer finalisation runs in it (ThreadSanitizer intercepts _exit and would report the parent's
+// finished but not yet joined threads, which the child inherits only as bookkeeping, as leaked), and crash signals
+// kill it quietly instead of reaching handlers (a sanitizer's, a fuzzer's, the application's) that belong to the
+// parent.
 void importInChild(const std::string& text, const std::string& source) {
   const pid_t pid = ::fork();
   if (pid < 0) throwSystemError("fork (to import an hwloc XML file)");
@@ -401,7 +404,8 @@ void importInChild(const std::string& text, const std::string& source) {
     } catch (...) {
       code = kChildRejected;
     }
-    ::_exit(code);
+    ::syscall(SYS_exit_group, code);
+    ::_exit(code);  // not reached
   }
   const auto deadline = std::chrono::steady_clock::now() + kHwlocImportDeadline;
   auto pause = std::chrono::microseconds(100);
