@@ -327,10 +327,7 @@ TEST(ShmAlltoAllChild, DISABLED_ProcessRankRunsTheForcedForm) {
   const int rank = std::atoi(std::getenv("SHM_ALLTOALL_TEST_RANK"));
   ternUniqueId id;
   const std::string hex = std::getenv("SHM_ALLTOALL_TEST_ID");
-  ASSERT_EQ(hex.size(), 2 * sizeof(id.internal));
-  for (size_t i = 0; i < sizeof(id.internal); ++i) {
-    id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
-  }
+  ASSERT_TRUE(testing::uniqueIdFromHex(hex, &id)) << hex;
   ternConfig_t config = TERN_CONFIG_INITIALIZER;
   config.timeoutMs = 30000;
   ternComm_t comm = nullptr;
@@ -393,12 +390,7 @@ TEST(ShmAlltoAll, ThreadRanksRunEachForcedForm) {
 std::vector<int> runProcessPair(const std::vector<std::string>& env) {
   ternUniqueId id;
   EXPECT_EQ(ternGetUniqueId(&id), ternSuccess);
-  std::string hex;
-  for (char ch : id.internal) {
-    char two[3];
-    std::snprintf(two, sizeof(two), "%02x", static_cast<unsigned char>(ch));
-    hex += two;
-  }
+  const std::string hex = testing::uniqueIdToHex(id);
   std::vector<pid_t> pids;
   for (int r = 0; r < 2; ++r) {
     std::vector<std::string> e = env;

@@ -245,10 +245,7 @@ TEST(ShmLeave, DISABLED_ProcessEarlyLeaverCmaChild) {
   const std::string hex = std::getenv("SHM_LEAVE_TEST_ID");
   const std::string go = std::getenv("SHM_LEAVE_TEST_GO");
   ternUniqueId id;
-  ASSERT_EQ(hex.size(), 2 * sizeof(id.internal));
-  for (size_t i = 0; i < sizeof(id.internal); ++i) {
-    id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
-  }
+  ASSERT_TRUE(testing::uniqueIdFromHex(hex, &id)) << hex;
   ternConfig_t config = TERN_CONFIG_INITIALIZER;
   config.timeoutMs = 20000;
   ternComm_t comm = nullptr;
@@ -304,12 +301,7 @@ TEST(ShmLeave, DISABLED_ProcessEarlyLeaverCmaChild) {
 TEST(ShmLeave, ProcessEarlyLeaverCma) {
   ternUniqueId id;
   ASSERT_EQ(ternGetUniqueId(&id), ternSuccess);
-  std::string hex;
-  for (char ch : id.internal) {
-    char two[3];
-    std::snprintf(two, sizeof(two), "%02x", static_cast<unsigned char>(ch));
-    hex += two;
-  }
+  const std::string hex = testing::uniqueIdToHex(id);
   char dir[] = "/tmp/shm_leave_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string go = std::string(dir) + "/go";

@@ -5,9 +5,12 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "tern/tern.h"
 
 extern char** environ;
 
@@ -41,6 +44,26 @@ inline int waitTestChild(pid_t pid) {
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A unique id as hex text, to hand to a child rank through its environment, and back.
+inline std::string uniqueIdToHex(const ternUniqueId& id) {
+  std::string hex;
+  for (char ch : id.internal) {
+    char two[3];
+    std::snprintf(two, sizeof(two), "%02x", static_cast<unsigned char>(ch));
+    hex += two;
+  }
+  return hex;
+}
+
+// False when hex is not the text of a unique id.
+inline bool uniqueIdFromHex(const std::string& hex, ternUniqueId* id) {
+  if (hex.size() != 2 * sizeof(id->internal)) return false;
+  for (size_t i = 0; i < sizeof(id->internal); ++i) {
+    id->internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  }
+  return true;
 }
 
 }  // namespace tern::testing
