@@ -358,13 +358,20 @@ Communicator::Outcome Communicator::execute(Operation& op) {
     }
     return {};
   } catch (const Error& e) {
-    return {e.code(), isFatal(e.code()) ? fail(e.code(), e.what()) : std::string(e.what())};
+    if (!isFatal(e.code())) return {e.code(), e.what()};
+    return failCall(e.code(), e.what());
   } catch (const std::bad_alloc&) {
-    const std::string message = format("rank %d: out of memory in %s", rank_, collectiveName(op.args.coll));
-    return {ternSystemError, fail(ternSystemError, message)};
+    return failCall(ternSystemError, format("rank %d: out of memory in %s", rank_, collectiveName(op.args.coll)));
   } catch (const std::exception& e) {
-    return {ternInternalError, fail(ternInternalError, e.what())};
+    return failCall(ternInternalError, e.what());
   }
+}
+
+Communicator::Outcome Communicator::failCall(ternResult_t code, const std::string& message) {
+  Outcome outcome{code, fail(code, message)};
+  // The caller gets its buffers back next; transfers of the failed call may still be posted.
+  active().withdrawAfterFailure();
+  return outcome;
 }
 
 std::string Communicator::fail(ternResult_t code, const std::string& message) {

@@ -131,6 +131,8 @@ class Communicator {
     std::string message;
   };
   Outcome execute(Operation& op);
+  // A call's fatal error: fail() the communicator, then withdraw the call's transfers before the caller returns.
+  Outcome failCall(ternResult_t code, const std::string& message);
   void runCollective(Operation& op);
   void runPointToPoint(Operation& op);
   void runCompressed(Operation& op);

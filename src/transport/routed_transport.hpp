@@ -34,6 +34,10 @@ class RoutedTransport : public Transport {
     local_->abort(reason);
     network_->abort(reason);
   }
+  void withdrawAfterFailure() override {
+    local_->withdrawAfterFailure();
+    network_->withdrawAfterFailure();
+  }
   bool hasPending() const override { return local_->hasPending() || network_->hasPending(); }
   bool sameHost(int peer) const override { return localPeers_[peer]; }
 

@@ -39,6 +39,12 @@ class Transport {
   // (closes connections). Safe from any thread. reason appears in the errors.
   virtual void abort(const std::string& reason) = 0;
 
+  // The call whose transfers are still posted has failed (abort() came first) and its caller gets its buffers back
+  // next: once this returns, no peer reads or writes them. A transport whose peers can reach into this rank's
+  // memory waits for the ones doing so, bounded by its timeout (a peer that neither finishes nor fails within it is
+  // logged). Called by the thread that ran the call.
+  virtual void withdrawAfterFailure() {}
+
   // True while any posted transfer has not completed (lets a composite transport sleep on the right one).
   virtual bool hasPending() const = 0;
 

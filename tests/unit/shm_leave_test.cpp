@@ -1,9 +1,9 @@
-// A rank that leaves a shared-memory collective with an error (here: ternCommAbort from another thread) gives its
-// buffers back to its caller, who may overwrite or free them at once. Ranks that are threads of one process read
-// (and the one-pass allreduce writes) each other's buffers in place, so the leaving rank must not return while a
-// peer may still touch them, and a peer that has not started must not start: these tests free the leaver's buffers
-// with munmap the moment its call returns, so that a late access faults instead of passing unnoticed, and check
-// that the peer's call fails instead of succeeding with what it read.
+// A rank that leaves a shared-memory collective or a point-to-point send with an error (here: ternCommAbort from
+// another thread) gives its buffers back to its caller, who may overwrite or free them at once. Ranks that are threads
+// of one process read (and the one-pass allreduce writes) each other's buffers in place, so the leaving rank must not
+// return while a peer may still touch them, and a peer that has not started must not start: these tests free the
+// leaver's buffers with munmap the moment its call returns, so that a late access faults instead of passing unnoticed,
+// and check that the peer's call fails instead of succeeding with what it read.
 //
 // Each case runs in a child process (a fault there is a failed case, not a dead test binary).
 #include <fcntl.h>
@@ -226,6 +226,116 @@ TEST(ShmLeave, DISABLED_LeaverWaitsForAPeerInsideChild) {
 }
 TEST(ShmLeave, LeaverWaitsForAPeerInside) { runChild("LeaverWaitsForAPeerInsideChild"); }
 
+// Point-to-point between threads of one process: a send of at least the rendezvous size posts its buffer's address
+// and the receiver copies straight from it. Rank 1's send is aborted before rank 0 has posted the receive, and its
+// caller frees the buffer at once; rank 0's receive must then fail without reading it (before the fix it copied
+// from the unmapped memory).
+constexpr size_t kRendezvousCount = size_t{1} << 18;  // 1 MiB of floats: above the shm transport's rendezvous size
+
+TEST(ShmLeave, DISABLED_WithdrawnRendezvousSendIsNotReadChild) {
+  if (!inChild()) GTEST_SKIP() << "run by ShmLeave.WithdrawnRendezvousSendIsNotRead";
+  std::vector<ternComm_t> comms = makeComms(2, 20000);
+  ASSERT_NE(comms[0], nullptr);
+  ASSERT_NE(comms[1], nullptr);
+  gHoldRank0.store(true);
+  callHookForTesting.store(&holdRank0);
+  ternResult_t res0 = ternSuccess, res1 = ternSuccess;
+  std::atomic<bool> rank1Returned{false};
+  std::vector<float> received(kRendezvousCount, 0.0f);
+  std::thread rank0([&] { res0 = ternRecv(received.data(), kRendezvousCount, ternFloat32, 1, comms[0]); });
+  std::thread rank1([&] {
+    Mapped sent(kRendezvousCount);
+    ASSERT_NE(sent.data, nullptr);
+    for (size_t i = 0; i < kRendezvousCount; ++i) sent.data[i] = 2.0f;
+    res1 = ternSend(sent.data, kRendezvousCount, ternFloat32, 0, comms[1]);
+    rank1Returned.store(true);
+    sent.release();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // rank 1 has posted its rendezvous slot by then
+  ternCommAbort(comms[1]);
+  const auto start = Clock::now();
+  while (!rank1Returned.load() && Clock::now() - start < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(rank1Returned.load()) << "an aborted sender whose receiver had not started did not return";
+  gHoldRank0.store(false);
+  rank0.join();
+  rank1.join();
+  callHookForTesting.store(nullptr);
+  EXPECT_NE(res1, ternSuccess);
+  EXPECT_NE(res0, ternSuccess) << "rank 0 received a send that rank 1 had withdrawn";
+  EXPECT_NE(std::string(ternGetLastError(comms[0])).find("rank 1"), std::string::npos) << ternGetLastError(comms[0]);
+  ternCommAbort(comms[0]);
+}
+TEST(ShmLeave, WithdrawnRendezvousSendIsNotRead) { runChild("WithdrawnRendezvousSendIsNotReadChild"); }
+
+// Rank 1 is inside its copy of rank 0's rendezvous send, held on a page of the send buffer that userfaultfd serves
+// only when the test says so; rank 0 is aborted meanwhile. Rank 0's send must not return until rank 1 has stopped
+// reading, and rank 1, whose sender failed during the copy, must not report the message as received.
+TEST(ShmLeave, DISABLED_WithdrawingSenderWaitsForAReaderInsideChild) {
+  if (!inChild()) GTEST_SKIP() << "run by ShmLeave.WithdrawingSenderWaitsForAReaderInside";
+  const long page = sysconf(_SC_PAGESIZE);
+  const int uffd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
+  if (uffd < 0) GTEST_SKIP() << "no userfaultfd here: " << std::strerror(errno);
+  uffdio_api api{};
+  api.api = UFFD_API;
+  if (ioctl(uffd, UFFDIO_API, &api) != 0) {
+    close(uffd);
+    GTEST_SKIP() << "userfaultfd API refused: " << std::strerror(errno);
+  }
+  std::vector<ternComm_t> comms = makeComms(2, 20000);
+  ASSERT_NE(comms[0], nullptr);
+  ASSERT_NE(comms[1], nullptr);
+  Mapped sent(kRendezvousCount);
+  ASSERT_NE(sent.data, nullptr);
+  for (size_t i = 0; i < kRendezvousCount; ++i) sent.data[i] = 2.0f;
+  char* held = reinterpret_cast<char*>(sent.data) + (sent.bytes / 2) / page * page;
+  uffdio_register reg{};
+  reg.range.start = reinterpret_cast<uint64_t>(held);
+  reg.range.len = static_cast<uint64_t>(page);
+  reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+  ASSERT_EQ(ioctl(uffd, UFFDIO_REGISTER, &reg), 0) << std::strerror(errno);
+  ASSERT_EQ(madvise(held, static_cast<size_t>(page), MADV_DONTNEED), 0);
+  std::vector<float> content(static_cast<size_t>(page) / sizeof(float), 2.0f);
+
+  ternResult_t res0 = ternSuccess, res1 = ternSuccess;
+  std::atomic<bool> rank0Returned{false};
+  std::vector<float> received(kRendezvousCount, 0.0f);
+  std::thread rank0([&] {
+    res0 = ternSend(sent.data, kRendezvousCount, ternFloat32, 1, comms[0]);
+    rank0Returned.store(true);
+    sent.release();
+  });
+  std::thread rank1([&] { res1 = ternRecv(received.data(), kRendezvousCount, ternFloat32, 0, comms[1]); });
+
+  pollfd pfd{uffd, POLLIN, 0};
+  const bool faulted = poll(&pfd, 1, 20000) == 1;
+  EXPECT_TRUE(faulted) << "rank 1 never read the held page of rank 0's send";
+  std::thread aborter;
+  bool returnedWhileInside = false;
+  if (faulted) {
+    uffd_msg msg{};
+    ASSERT_EQ(read(uffd, &msg, sizeof(msg)), static_cast<ssize_t>(sizeof(msg)));
+    aborter = std::thread([&] { ternCommAbort(comms[0]); });  // blocks while rank 0's call is inside
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    returnedWhileInside = rank0Returned.load();
+  }
+  uffdio_copy copy{};
+  copy.dst = reinterpret_cast<uint64_t>(held);
+  copy.src = reinterpret_cast<uint64_t>(content.data());
+  copy.len = static_cast<uint64_t>(page);
+  ioctl(uffd, UFFDIO_COPY, &copy);  // lets rank 1 go on (fails harmlessly if nothing was held)
+  rank0.join();
+  rank1.join();
+  if (aborter.joinable()) aborter.join();
+  close(uffd);
+  EXPECT_FALSE(returnedWhileInside) << "rank 0 returned from its send while rank 1 was still reading its buffer";
+  EXPECT_NE(res0, ternSuccess);
+  EXPECT_NE(res1, ternSuccess) << "rank 1 reported as received a send whose sender failed during the copy";
+  ternCommAbort(comms[1]);
+}
+TEST(ShmLeave, WithdrawingSenderWaitsForAReaderInside) { runChild("WithdrawingSenderWaitsForAReaderInsideChild"); }
+
 // Processes: the one-pass CMA allreduce writes into its peers' outputs with process_vm_writev. Rank 1 is aborted
 // while it waits for rank 0's descriptor, and its caller at once reuses its output's address range for new data;
 // only then does rank 0 enter. Rank 0 must write nothing there (before the fix it wrote its reduced slice into the
@@ -318,6 +428,70 @@ TEST(ShmLeave, ProcessEarlyLeaverCma) {
   std::remove(go.c_str());
   rmdir(dir);
   if (codes[0] == kSkipExit || codes[1] == kSkipExit) GTEST_SKIP() << "CMA between processes refused on this host";
+  EXPECT_EQ(codes[0], 0) << "rank 0's child failed or crashed (see its output above)";
+  EXPECT_EQ(codes[1], 0) << "rank 1's child failed or crashed (see its output above)";
+}
+
+// Processes: a send of the rendezvous size posts its buffer's address and the receiver reads it with
+// process_vm_readv. Rank 1's send is aborted before rank 0 posts the receive, and its caller at once puts new data in
+// that buffer; only then does rank 0 receive. Rank 0 must fail instead of delivering the new data as the message
+// (before the fix it read the reused buffer and succeeded).
+TEST(ShmLeave, DISABLED_ProcessWithdrawnRendezvousSendChild) {
+  if (!inChild()) GTEST_SKIP() << "run by ShmLeave.ProcessWithdrawnRendezvousSend";
+  const int rank = std::atoi(std::getenv("SHM_LEAVE_TEST_RANK"));
+  const std::string hex = std::getenv("SHM_LEAVE_TEST_ID");
+  const std::string go = std::getenv("SHM_LEAVE_TEST_GO");
+  ternUniqueId id;
+  ASSERT_TRUE(testing::uniqueIdFromHex(hex, &id)) << hex;
+  ternConfig_t config = TERN_CONFIG_INITIALIZER;
+  config.timeoutMs = 20000;
+  ternComm_t comm = nullptr;
+  ASSERT_EQ(ternCommInitRankConfig(&comm, 2, id, rank, &config), ternSuccess) << ternGetLastError(nullptr);
+  if (rank == 0) {
+    gHoldUntilFile.store(true);
+    callHookForTesting.store(&holdUntilFile);
+    std::vector<float> received(kRendezvousCount, 0.0f);
+    const ternResult_t res = ternRecv(received.data(), kRendezvousCount, ternFloat32, 1, comm);
+    size_t reused = 0;
+    for (float v : received) reused += v == 7.0f ? 1 : 0;
+    EXPECT_NE(res, ternSuccess) << "rank 0 received a send that rank 1 had withdrawn (" << reused
+                                << " elements of the sender's next data)";
+    callHookForTesting.store(nullptr);
+    ternCommAbort(comm);
+    return;
+  }
+  std::vector<float> sent(kRendezvousCount, 2.0f);
+  std::thread aborter([comm] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ternCommAbort(comm);
+  });
+  EXPECT_NE(ternSend(sent.data(), kRendezvousCount, ternFloat32, 0, comm), ternSuccess);
+  for (float& v : sent) v = 7.0f;  // the caller's next data in the same buffer
+  FILE* f = std::fopen(go.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  aborter.join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // rank 0 receives meanwhile
+}
+
+TEST(ShmLeave, ProcessWithdrawnRendezvousSend) {
+  ternUniqueId id;
+  ASSERT_EQ(ternGetUniqueId(&id), ternSuccess);
+  const std::string hex = testing::uniqueIdToHex(id);
+  char dir[] = "/tmp/shm_leave_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string go = std::string(dir) + "/go";
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 2; ++r) {
+    pids.push_back(testing::spawnTestChild("ShmLeave.DISABLED_ProcessWithdrawnRendezvousSendChild", kChildMarker,
+                                           {"TERN_SOCKET_IFNAME=lo", "SHM_LEAVE_TEST_RANK=" + std::to_string(r),
+                                            "SHM_LEAVE_TEST_ID=" + hex, "SHM_LEAVE_TEST_GO=" + go}));
+    ASSERT_GT(pids.back(), 0);
+  }
+  std::vector<int> codes;
+  for (pid_t p : pids) codes.push_back(testing::waitTestChild(p));
+  std::remove(go.c_str());
+  rmdir(dir);
   EXPECT_EQ(codes[0], 0) << "rank 0's child failed or crashed (see its output above)";
   EXPECT_EQ(codes[1], 0) << "rank 1's child failed or crashed (see its output above)";
 }

@@ -16,7 +16,7 @@
 namespace tern::shm {
 
 constexpr uint64_t kSegmentMagic = 0x6d68732d6e726574ull;  // "tern-shm"
-constexpr uint32_t kLayoutVersion = 2;                     // 2: RankControl::left
+constexpr uint32_t kLayoutVersion = 3;                     // 2: RankControl::left; 3: RingHeader::reading
 constexpr size_t kLine = 64;
 constexpr size_t kPage = 4096;
 
@@ -121,8 +121,9 @@ struct RankControl {
   alignas(kLine) std::atomic<uint32_t> doorbellWaiters;
   // Non-zero once the owner's shared-memory transport was aborted: peers fail at once instead of waiting.
   alignas(kLine) std::atomic<uint32_t> aborted;
-  // Non-zero once the owner left a direct collective with an error (direct_call.hpp, leaveAfterError): from then on
-  // it touches no peer's buffers, and no peer may start touching its own. Unlike `aborted`, which another thread of
+  // Non-zero once the owner left a direct collective with an error (direct_call.hpp, leaveAfterError), or a failed
+  // call with a rendezvous send pending (shm_transport.cpp, withdrawAfterFailure): from then on it touches no peer's
+  // buffers, and no peer may start touching its own. Unlike `aborted`, which another thread of
   // the owner may raise while its calling thread is still copying, this is raised by the calling thread itself.
   alignas(kLine) std::atomic<uint32_t> left;
   alignas(kLine) CallDesc desc[2];  // by call parity
@@ -135,6 +136,10 @@ struct alignas(kLine) RingIndex {
 struct RingHeader {
   RingIndex head;  // slots produced (written by the producer)
   RingIndex tail;  // slots consumed (written by the consumer)
+  // Written by the consumer: 1 + the index of the rendezvous slot whose sender buffer it is reading, 0 otherwise.
+  // A sender whose call failed raises RankControl::left and then waits for this to clear before its caller gets
+  // the buffer back; a consumer publishes it before it looks at `left` (shm_transport.cpp, withdrawAfterFailure).
+  RingIndex reading;
 };
 
 enum class SlotKind : uint32_t { kFirst = 1, kMore = 2, kRendezvous = 3 };

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/error.hpp"
+#include "base/log.hpp"
 #include "transport/shm/futex.hpp"
 #include "transport/shm/process_identity.hpp"
 #include "transport/shm/shm_wire.hpp"
@@ -136,6 +137,33 @@ void ShmTransport::copyRendezvous(int peer, RecvOp& r, const SlotHeader& h) {
   }
 }
 
+void ShmTransport::readRendezvous(int peer, RingHeader& ring, uint64_t slot, RecvOp& r, const SlotHeader& h) {
+  // The sender's buffer is its caller's again once its call has failed and it raised `left`
+  // (withdrawAfterFailure). Announce the read first, then look at `left` (both sequentially consistent, as on the
+  // sender's side): either the sender sees the announcement and waits for the read to end, or this rank sees `left`
+  // and reads nothing.
+  RankControl& theirs = mesh_->ctrl(peer);
+  auto refuse = [&](const char* when) {
+    ring.reading.value.store(0, std::memory_order_release);
+    notify(peer);
+    throwError(ternRemoteError, "rank %d: rank %d (same host) failed %s its %zu-byte send (rendezvous); not received",
+               rank_, peer, when, r.bytes);
+  };
+  ring.reading.value.store(slot + 1, std::memory_order_seq_cst);
+  if (theirs.left.load(std::memory_order_seq_cst) != 0) refuse("and withdrew, before this rank read");
+  try {
+    copyRendezvous(peer, r, h);
+  } catch (...) {
+    ring.reading.value.store(0, std::memory_order_release);
+    notify(peer);
+    throw;
+  }
+  // A sender gives up waiting for a reader that is stopped or slower than its timeout; what such a reader copied
+  // may be its caller's next data, so a send withdrawn during the read is never delivered as received.
+  if (theirs.left.load(std::memory_order_seq_cst) != 0) refuse("while this rank was reading");
+  ring.reading.value.store(0, std::memory_order_release);
+}
+
 int ShmTransport::pullRecvs(int peer, PeerState& s) {
   RingHeader* ring = mesh_->ring(peer, rank_);
   uint64_t head = ring->head.value.load(std::memory_order_acquire);
@@ -149,7 +177,7 @@ int ShmTransport::pullRecvs(int peer, PeerState& s) {
     wire::checkSlotHeader(h, r.started, r.bytes, r.offset, payload_, rank_, peer);
     r.started = true;
     if (h.kind == SlotKind::kRendezvous) {
-      copyRendezvous(peer, r, h);
+      readRendezvous(peer, *ring, s.tail, r, h);
     } else {
       if (h.bytes > 0) std::memcpy(r.data + r.offset, slot + sizeof(SlotHeader), h.bytes);
       r.offset += h.bytes;
@@ -166,6 +194,44 @@ int ShmTransport::pullRecvs(int peer, PeerState& s) {
   }
   if (consumed) notify(peer);
   return completed;
+}
+
+void ShmTransport::withdrawAfterFailure() {
+  bool exposed = false;
+  for (int p : mesh_->localPeers()) exposed = exposed || !peers_[p].acks.empty();
+  if (!exposed) return;  // only a rendezvous send lets a peer into this rank's memory
+  RankControl& mine = mesh_->ctrl(rank_);
+  mine.left.store(1, std::memory_order_seq_cst);
+  for (int p : mesh_->localPeers()) futexWakeAll(&mesh_->ctrl(p).doorbell);
+  const auto start = Clock::now();
+  const auto bound = start + std::chrono::milliseconds(dog_->timeoutMs());
+  for (int p : mesh_->localPeers()) {
+    if (peers_[p].acks.empty()) continue;
+    const RingIndex& reading = mesh_->ring(rank_, p)->reading;
+    const PeerView& v = mesh_->peer(p);
+    auto lastLook = start;
+    while (reading.value.load(std::memory_order_seq_cst) != 0) {
+      const auto now = Clock::now();
+      // A peer process that died reads nothing more; one stopped by a signal reads nothing until it is resumed, and
+      // then refuses what it read (readRendezvous). Threads of this process cannot be stopped apart from it.
+      if (!v.sameProcess && now - lastLook >= std::chrono::milliseconds(kSleepSliceMs)) {
+        lastLook = now;
+        if (processState(v.pid) != ProcessState::kRunning) break;
+      }
+      if (now > bound) {
+        TERN_LOG(kWarn, kShm, rank_,
+                 "left a failed call while rank %d (same host) was still reading a send of this rank (it neither "
+                 "finished nor failed within TERN_TIMEOUT)",
+                 p);
+        break;
+      }
+      // The reader rings our doorbell when it is done (pullRecvs, or readRendezvous's refusal).
+      mine.doorbellWaiters.fetch_add(1, std::memory_order_seq_cst);
+      const uint32_t bell = mine.doorbell.load(std::memory_order_seq_cst);
+      if (reading.value.load(std::memory_order_seq_cst) != 0) futexWait(&mine.doorbell, bell, 1000);
+      mine.doorbellWaiters.fetch_sub(1, std::memory_order_release);
+    }
+  }
 }
 
 void ShmTransport::throwIfFailed() {

@@ -5,7 +5,8 @@
 // ring, and the two copies of a long message overlap, producer filling slots while the consumer drains them).
 // Large messages to a peer that can read our memory (same process, or cross-memory attach) go as one rendezvous
 // slot holding the buffer's address: the receiver copies straight from the sender's buffer (process_vm_readv, one
-// copy instead of two) and consumes the slot afterwards, which is what completes the send.
+// copy instead of two) and consumes the slot afterwards, which is what completes the send. A sender whose call fails
+// with such a send pending withdraws it before its caller gets the buffer back (withdrawAfterFailure).
 //
 // Matching is FIFO per (peer, direction), as transport.hpp requires: a ring delivers messages in order, the first
 // slot of each message carries its size, and a receive of another size is an error.
@@ -35,6 +36,8 @@ class ShmTransport : public Transport {
   int progress(int waitMs) override;
   void abort(const std::string& reason) override { dog_->abort(reason); }
   bool hasPending() const override { return pending_ > 0; }
+  // Raises `left` and waits (bounded by the timeout) for a peer reading one of this rank's rendezvous sends.
+  void withdrawAfterFailure() override;
   bool sameHost(int peer) const override { return mesh_->peer(peer).local; }
 
   // Messages at least this long go by rendezvous to peers that can read our memory.
@@ -74,6 +77,7 @@ class ShmTransport : public Transport {
   int pushSends(int peer, PeerState& s);
   int reapAcks(int peer, PeerState& s);
   int pullRecvs(int peer, PeerState& s);
+  void readRendezvous(int peer, RingHeader& ring, uint64_t slot, RecvOp& r, const SlotHeader& h);
   void copyRendezvous(int peer, RecvOp& r, const SlotHeader& h);
   void notify(int peer);
   void throwIfFailed();
