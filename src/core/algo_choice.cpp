@@ -117,10 +117,8 @@ Choice forcedSharedMemory(const CollArgs& args, const ChoiceContext& ctx, const 
                forced.c_str(), collectiveName(args.coll));
   }
   if (direct.name != forced) {
-    throwError(ternInvalidUsage,
-               "TERN_ALGO=%s (%s): the shared-memory path would run %s; it reads TERN_ALGO from the environment, "
-               "not from ternConfig_t.algo",
-               forced.c_str(), collectiveName(args.coll), direct.name.c_str());
+    throwError(ternInvalidUsage, "TERN_ALGO=%s (%s): the shared-memory path would run %s instead", forced.c_str(),
+               collectiveName(args.coll), direct.name.c_str());
   }
   return choice;
 }

@@ -114,7 +114,7 @@ std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdDat
       IntraNodeSetup setup{rank, nranks, c->hostIds_, id.secret, opts.timeoutMs, tcp.get(), &c->aborted_};
       c->mesh_ = tcp.get();
       c->network_ = std::move(tcp);
-      c->intraNode_ = createIntraNode(setup, [] { return planner::processCostParams().shmAlgorithms; });
+      c->intraNode_ = createIntraNode(setup, opts.algo, [] { return planner::processCostParams().shmAlgorithms; });
     }
   }
   if (c->intraNode_ && c->intraNode_->transport() != nullptr) {

@@ -1,6 +1,7 @@
-// TERN_ALGO=<shared-memory catalogue entry>: forcing each one runs exactly it (the shm run counters say which ran),
-// the results match the independent reference (tests/common/reference.hpp), ternQueryAlgorithm reports it, and a
-// forced entry that cannot run a call fails with a message naming why, on every rank.
+// TERN_ALGO=<shared-memory catalogue entry> (or the same in ternConfig_t.algo): forcing each one runs exactly it (the
+// shm run counters say which ran), the results match the independent reference (tests/common/reference.hpp),
+// ternQueryAlgorithm reports it, and a forced entry that cannot run a call fails with a message naming why, on every
+// rank.
 //
 // The knobs are read once per process, so every case runs in a child: this binary again, one DISABLED_ child test
 // by exact name, with TERN_ALGO in its environment. Ranks are threads of the child (shm_small, shm_pipelined,
@@ -182,6 +183,25 @@ TEST(ShmForcedChild, DISABLED_ThreadRanksRunTheForcedAlgorithm) {
   expectOnlyForcedRan(forced, 2 * callsFor(forced));
 }
 
+// The same through ternConfig_t.algo, with no TERN_ALGO in the environment: a communicator's own selection reaches
+// the shared-memory entries too.
+TEST(ShmForcedChild, DISABLED_ConfigAlgoForcesTheEntry) {
+  ASSERT_TRUE(inChild()) << "run by ShmForcedAlgorithms.*";
+  ASSERT_EQ(std::getenv("TERN_ALGO"), nullptr);
+  const std::string forced = std::getenv("SHM_FORCED_TEST_CONFIG_ALGO");
+  ternConfig_t config = TERN_CONFIG_INITIALIZER;
+  config.algo = forced.c_str();
+  shm::countRunsForTesting(true);
+  testing::runOnRanks(
+      2, testing::Wire::kTcp,
+      [&](ternComm_t comm, int r) {
+        EXPECT_STREQ(ternCommTransportName(comm), "shm+tcp");
+        runForcedEntries(comm, r, 2, forced);
+      },
+      &config);
+  expectOnlyForcedRan(forced, 2 * callsFor(forced));
+}
+
 TEST(ShmForcedChild, DISABLED_ProcessRankRunsTheForcedAlgorithm) {
   ASSERT_TRUE(inChild()) << "run by ShmForcedAlgorithms.*";
   const std::string forced = std::getenv("TERN_ALGO");
@@ -237,6 +257,13 @@ TEST(ShmForcedAlgorithms, EveryEntryIsForcedInTheCases) {
 TEST(ShmForcedAlgorithms, ThreadRanksRunEachForcedAlgorithm) {
   for (const char* name : {"shm_small", "shm_pipelined", "shm_mapped"}) {
     EXPECT_EQ(runChild("DISABLED_ThreadRanksRunTheForcedAlgorithm", {std::string("TERN_ALGO=") + name}), 0) << name;
+  }
+}
+
+TEST(ShmForcedAlgorithms, ConfigAlgoForcesEachEntry) {
+  for (const char* name : {"shm_small", "shm_pipelined", "shm_mapped"}) {
+    EXPECT_EQ(runChild("DISABLED_ConfigAlgoForcesTheEntry", {std::string("SHM_FORCED_TEST_CONFIG_ALGO=") + name}), 0)
+        << name;
   }
 }
 

@@ -21,14 +21,14 @@ namespace {
 
 class ShmIntraNode : public IntraNode {
  public:
-  ShmIntraNode(std::unique_ptr<shm::Mesh> mesh, const IntraNodeSetup& setup,
+  ShmIntraNode(std::unique_ptr<shm::Mesh> mesh, const IntraNodeSetup& setup, const std::string& algo,
                const std::function<shm::ShmAlgorithmCost()>& cost)
       : mesh_(std::move(mesh)),
         dog_(mesh_.get(), setup.tcp, setup.timeoutMs),
         spin_(shm::chooseSpinPolicy(mesh_->localRanks())),
         transport_(mesh_.get(), &dog_, spin_),
         direct_(mesh_.get(), &dog_, spin_),
-        algoOverride_(AlgoOverride::parse(knobs().algo)),
+        algoOverride_(AlgoOverride::parse(algo)),
         params_(cost()) {}
 
   bool tryRun(Operation& op, const ExecContext& ctx) override {
@@ -93,7 +93,7 @@ class ShmIntraNode : public IntraNode {
 
 }  // namespace
 
-std::unique_ptr<IntraNode> createIntraNode(const IntraNodeSetup& setup,
+std::unique_ptr<IntraNode> createIntraNode(const IntraNodeSetup& setup, const std::string& algo,
                                            const std::function<shm::ShmAlgorithmCost()>& cost) {
   if (knobs().shmDisable) {
     TERN_LOG(kInfo, kShm, setup.rank, "shared-memory transport disabled (TERN_SHM_DISABLE)");
@@ -101,7 +101,7 @@ std::unique_ptr<IntraNode> createIntraNode(const IntraNodeSetup& setup,
   }
   auto mesh = shm::Mesh::create(setup);
   if (!mesh) return nullptr;
-  return std::make_unique<ShmIntraNode>(std::move(mesh), setup, cost);
+  return std::make_unique<ShmIntraNode>(std::move(mesh), setup, algo, cost);
 }
 
 }  // namespace tern

@@ -39,8 +39,9 @@ class IntraNode {
 // Collective over the communicator: every rank calls it (ranks alone on their host too). Returns nullptr when
 // TERN_SHM_DISABLE=1 or no two ranks share a host. cost: the cost model's parameters of the shared-memory
 // algorithms (planner::CostParams::shmAlgorithms of the process's tune file, which this layer cannot read: the
-// planner is above it), asked for once the direct path is made.
-std::unique_ptr<IntraNode> createIntraNode(const IntraNodeSetup& setup,
+// planner is above it), asked for once the direct path is made. algo: the communicator's algorithm selection in
+// TERN_ALGO syntax (TERN_ALGO, or ternConfig_t.algo where the caller gave one), already validated.
+std::unique_ptr<IntraNode> createIntraNode(const IntraNodeSetup& setup, const std::string& algo,
                                            const std::function<shm::ShmAlgorithmCost()>& cost);
 
 }  // namespace tern
