@@ -40,9 +40,11 @@ if [ ${#targets[@]} -eq 0 ]; then
   for f in "$bin"/fuzz_*; do [ -x "$f" ] && targets+=("$(basename "$f" | sed 's/^fuzz_//')"); done
 fi
 status=0
+passed=0
+failed=0
 for t in "${targets[@]}"; do
   exe=$bin/fuzz_$t
-  [ -x "$exe" ] || { echo "fuzz.sh: no $exe" >&2; status=1; continue; }
+  [ -x "$exe" ] || { echo "fuzz.sh: no $exe" >&2; status=1; failed=$((failed + 1)); continue; }
   seeds=$root/tests/fuzz/corpus/$t
   dir=$work/$t
   mkdir -p "$dir/corpus"
@@ -61,11 +63,14 @@ for t in "${targets[@]}"; do
     cov=$(grep -E 'DONE +cov:' "$log" | sed -E 's/.*cov: ([0-9]+).*/\1/' | tail -1 || true)
     echo "fuzz $t: ok, $((SECONDS - start)) s, ${execs:-?} runs (${rate:-?}/s), cov ${cov:-?}," \
       "corpus $(ls "$dir/corpus" | wc -l) new"
+    passed=$((passed + 1))
   else
     status=1
+    failed=$((failed + 1))
     echo "fuzz $t: FINDING after $((SECONDS - start)) s (log $log):"
     grep -E 'ERROR|SUMMARY|runtime error|deadly signal|Test unit written|uncaught|terminate' "$log" | head -20 || true
     [ $ci -eq 1 ] && tail -60 "$log"
   fi
 done
+echo "fuzz: $passed passed, $failed failed"
 exit $status
