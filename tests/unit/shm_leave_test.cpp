@@ -62,6 +62,63 @@ struct Mapped {
   float* data = nullptr;
 };
 
+// One page of a buffer that userfaultfd holds: the first access to it (from user space, e.g. a peer thread's memcpy)
+// blocks until serve() fills the page, so a test can keep a peer inside its copy for as long as it wants.
+class HeldPage {
+ public:
+  HeldPage() : bytes_(static_cast<size_t>(sysconf(_SC_PAGESIZE))) {}
+  ~HeldPage() {
+    if (fd_ >= 0) close(fd_);
+  }
+  // False (and why) where this kernel or sandbox offers no userfaultfd: the case is then skipped.
+  bool open(std::string* why) {
+    fd_ = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
+    if (fd_ < 0) {
+      *why = std::string("no userfaultfd here: ") + std::strerror(errno);
+      return false;
+    }
+    uffdio_api api{};
+    api.api = UFFD_API;
+    if (ioctl(fd_, UFFDIO_API, &api) != 0) {
+      *why = std::string("userfaultfd API refused: ") + std::strerror(errno);
+      return false;
+    }
+    return true;
+  }
+  // Holds the page of buffer (a Mapped one) that contains byte offset; serve() gives it fill in every float.
+  void hold(float* buffer, size_t offset, float fill) {
+    page_ = reinterpret_cast<char*>(buffer) + offset / bytes_ * bytes_;
+    content_.assign(bytes_ / sizeof(float), fill);
+    uffdio_register reg{};
+    reg.range.start = reinterpret_cast<uint64_t>(page_);
+    reg.range.len = bytes_;
+    reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+    ASSERT_EQ(ioctl(fd_, UFFDIO_REGISTER, &reg), 0) << std::strerror(errno);
+    ASSERT_EQ(madvise(page_, bytes_, MADV_DONTNEED), 0);
+  }
+  // True once something has touched the page (and is now blocked on it), false after timeoutMs without.
+  bool waitForAccess(int timeoutMs) {
+    pollfd pfd{fd_, POLLIN, 0};
+    if (poll(&pfd, 1, timeoutMs) != 1) return false;
+    uffd_msg msg{};
+    return read(fd_, &msg, sizeof(msg)) == static_cast<ssize_t>(sizeof(msg));
+  }
+  // Fills the page, which lets the blocked access go on (harmless if nothing touched it).
+  void serve() {
+    uffdio_copy copy{};
+    copy.dst = reinterpret_cast<uint64_t>(page_);
+    copy.src = reinterpret_cast<uint64_t>(content_.data());
+    copy.len = bytes_;
+    ioctl(fd_, UFFDIO_COPY, &copy);
+  }
+
+ private:
+  size_t bytes_;
+  int fd_ = -1;
+  char* page_ = nullptr;
+  std::vector<float> content_;
+};
+
 std::vector<ternComm_t> makeComms(int n, int timeoutMs) {
   ternUniqueId id;
   EXPECT_EQ(ternGetUniqueId(&id), ternSuccess);
@@ -149,15 +206,9 @@ TEST(ShmLeave, EarlyLeaverAlltoAll) { runChild("EarlyLeaverAlltoAllChild"); }
 // must not return until rank 0 has stopped touching its buffers (rank 0 then fails, or succeeds with the right sum).
 TEST(ShmLeave, DISABLED_LeaverWaitsForAPeerInsideChild) {
   if (!inChild()) GTEST_SKIP() << "run by ShmLeave.LeaverWaitsForAPeerInside";
-  const long page = sysconf(_SC_PAGESIZE);
-  const int uffd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
-  if (uffd < 0) GTEST_SKIP() << "no userfaultfd here: " << std::strerror(errno);
-  uffdio_api api{};
-  api.api = UFFD_API;
-  if (ioctl(uffd, UFFDIO_API, &api) != 0) {
-    close(uffd);
-    GTEST_SKIP() << "userfaultfd API refused: " << std::strerror(errno);
-  }
+  HeldPage held;
+  std::string why;
+  if (!held.open(&why)) GTEST_SKIP() << why;
 
   const size_t count = size_t{4} << 20;  // 16 MiB of floats: the mapped allreduce between threads
   std::vector<ternComm_t> comms = makeComms(2, 20000);
@@ -168,14 +219,7 @@ TEST(ShmLeave, DISABLED_LeaverWaitsForAPeerInsideChild) {
   ASSERT_NE(out1.data, nullptr);
   for (size_t i = 0; i < count; ++i) in1.data[i] = 2.0f;
   // A page in the middle of slice 0 (rank 0's to reduce): rank 0 has written part of rank 1's output by then.
-  char* held = reinterpret_cast<char*>(in1.data) + (in1.bytes / 4) / page * page;
-  uffdio_register reg{};
-  reg.range.start = reinterpret_cast<uint64_t>(held);
-  reg.range.len = static_cast<uint64_t>(page);
-  reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-  ASSERT_EQ(ioctl(uffd, UFFDIO_REGISTER, &reg), 0) << std::strerror(errno);
-  ASSERT_EQ(madvise(held, static_cast<size_t>(page), MADV_DONTNEED), 0);
-  std::vector<float> content(static_cast<size_t>(page) / sizeof(float), 2.0f);
+  held.hold(in1.data, in1.bytes / 4, 2.0f);
 
   ternResult_t res0 = ternSuccess, res1 = ternSuccess;
   std::atomic<bool> rank1Returned{false};
@@ -191,28 +235,20 @@ TEST(ShmLeave, DISABLED_LeaverWaitsForAPeerInsideChild) {
     out1.release();
   });
 
-  pollfd pfd{uffd, POLLIN, 0};
-  const bool faulted = poll(&pfd, 1, 20000) == 1;
+  const bool faulted = held.waitForAccess(20000);
   EXPECT_TRUE(faulted) << "rank 0 never read the held page of rank 1's input";
   std::thread aborter;
   bool returnedWhileInside = false;
   if (faulted) {
-    uffd_msg msg{};
-    ASSERT_EQ(read(uffd, &msg, sizeof(msg)), static_cast<ssize_t>(sizeof(msg)));
     aborter = std::thread([&] { ternCommAbort(comms[1]); });  // blocks while rank 1's call is inside
     // Rank 1 notices the abort within one sleep slice of its wait; give it many.
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     returnedWhileInside = rank1Returned.load();
   }
-  uffdio_copy copy{};
-  copy.dst = reinterpret_cast<uint64_t>(held);
-  copy.src = reinterpret_cast<uint64_t>(content.data());
-  copy.len = static_cast<uint64_t>(page);
-  ioctl(uffd, UFFDIO_COPY, &copy);  // lets rank 0 go on (fails harmlessly if nothing was held)
+  held.serve();  // lets rank 0 go on
   rank0.join();
   rank1.join();
   if (aborter.joinable()) aborter.join();
-  close(uffd);
   EXPECT_FALSE(returnedWhileInside) << "rank 1 returned from its call while rank 0 was still reading its input";
   EXPECT_NE(res1, ternSuccess);
   // Rank 1 had written its part into rank 0's output and posted `done` before it was aborted, so rank 0 may
@@ -274,29 +310,16 @@ TEST(ShmLeave, WithdrawnRendezvousSendIsNotRead) { runChild("WithdrawnRendezvous
 // reading, and rank 1, whose sender failed during the copy, must not report the message as received.
 TEST(ShmLeave, DISABLED_WithdrawingSenderWaitsForAReaderInsideChild) {
   if (!inChild()) GTEST_SKIP() << "run by ShmLeave.WithdrawingSenderWaitsForAReaderInside";
-  const long page = sysconf(_SC_PAGESIZE);
-  const int uffd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
-  if (uffd < 0) GTEST_SKIP() << "no userfaultfd here: " << std::strerror(errno);
-  uffdio_api api{};
-  api.api = UFFD_API;
-  if (ioctl(uffd, UFFDIO_API, &api) != 0) {
-    close(uffd);
-    GTEST_SKIP() << "userfaultfd API refused: " << std::strerror(errno);
-  }
+  HeldPage held;
+  std::string why;
+  if (!held.open(&why)) GTEST_SKIP() << why;
   std::vector<ternComm_t> comms = makeComms(2, 20000);
   ASSERT_NE(comms[0], nullptr);
   ASSERT_NE(comms[1], nullptr);
   Mapped sent(kRendezvousCount);
   ASSERT_NE(sent.data, nullptr);
   for (size_t i = 0; i < kRendezvousCount; ++i) sent.data[i] = 2.0f;
-  char* held = reinterpret_cast<char*>(sent.data) + (sent.bytes / 2) / page * page;
-  uffdio_register reg{};
-  reg.range.start = reinterpret_cast<uint64_t>(held);
-  reg.range.len = static_cast<uint64_t>(page);
-  reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-  ASSERT_EQ(ioctl(uffd, UFFDIO_REGISTER, &reg), 0) << std::strerror(errno);
-  ASSERT_EQ(madvise(held, static_cast<size_t>(page), MADV_DONTNEED), 0);
-  std::vector<float> content(static_cast<size_t>(page) / sizeof(float), 2.0f);
+  held.hold(sent.data, sent.bytes / 2, 2.0f);
 
   ternResult_t res0 = ternSuccess, res1 = ternSuccess;
   std::atomic<bool> rank0Returned{false};
@@ -308,27 +331,19 @@ TEST(ShmLeave, DISABLED_WithdrawingSenderWaitsForAReaderInsideChild) {
   });
   std::thread rank1([&] { res1 = ternRecv(received.data(), kRendezvousCount, ternFloat32, 0, comms[1]); });
 
-  pollfd pfd{uffd, POLLIN, 0};
-  const bool faulted = poll(&pfd, 1, 20000) == 1;
+  const bool faulted = held.waitForAccess(20000);
   EXPECT_TRUE(faulted) << "rank 1 never read the held page of rank 0's send";
   std::thread aborter;
   bool returnedWhileInside = false;
   if (faulted) {
-    uffd_msg msg{};
-    ASSERT_EQ(read(uffd, &msg, sizeof(msg)), static_cast<ssize_t>(sizeof(msg)));
     aborter = std::thread([&] { ternCommAbort(comms[0]); });  // blocks while rank 0's call is inside
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     returnedWhileInside = rank0Returned.load();
   }
-  uffdio_copy copy{};
-  copy.dst = reinterpret_cast<uint64_t>(held);
-  copy.src = reinterpret_cast<uint64_t>(content.data());
-  copy.len = static_cast<uint64_t>(page);
-  ioctl(uffd, UFFDIO_COPY, &copy);  // lets rank 1 go on (fails harmlessly if nothing was held)
+  held.serve();  // lets rank 1 go on
   rank0.join();
   rank1.join();
   if (aborter.joinable()) aborter.join();
-  close(uffd);
   EXPECT_FALSE(returnedWhileInside) << "rank 0 returned from its send while rank 1 was still reading its buffer";
   EXPECT_NE(res0, ternSuccess);
   EXPECT_NE(res1, ternSuccess) << "rank 1 reported as received a send whose sender failed during the copy";
