@@ -11,8 +11,8 @@
 #include <tuple>
 #include <vector>
 
-#include "common/reference.hpp"
 #include "base/dtype.hpp"
+#include "common/reference.hpp"
 #include "rank_threads.hpp"
 
 namespace tern {
@@ -105,7 +105,7 @@ std::vector<char> runOneRank(Coll coll, int n, size_t count, const Variant& v, t
       std::vector<char> in = fillInput(r, count, 0, dt, ternSum);
       out.assign(count * e * n, 0);
       if (inPlace) {
-        std::memcpy(out.data() + r * count * e, in.data(), count * e);
+        if (count > 0) std::memcpy(out.data() + r * count * e, in.data(), count * e);  // no null pointers to memcpy
         res = ternAllGather(out.data() + r * count * e, out.data(), count, dt, comm);
       } else {
         res = ternAllGather(in.data(), out.data(), count, dt, comm);

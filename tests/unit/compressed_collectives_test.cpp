@@ -299,7 +299,8 @@ TEST(CompressedBoundGeneralData, CastAndQsgdStayWithinTheirBoundsOnGradientLikeD
   for (const char* spec : {"fp16", "bf16", "qsgd:4", "qsgd:8"}) {
     for (int n : {1, 2, 3, 5, 8}) {
       std::vector<std::vector<float>> g(n);
-      for (int p = 0; p < n; ++p) g[p] = gradient(p, 0, 10007 * n);
+      // Reduce-scatter's inputs are (10007 / n + 1) * n elements: up to n more than 10007.
+      for (int p = 0; p < n; ++p) g[p] = gradient(p, 0, 10007 * n + n);
       auto cached = [&g](int p, size_t j) { return static_cast<double>(g[p][j]); };
       for (ternRedOp_t op : {ternSum, ternAvg}) {
         for (Coll c : {Coll::kAllReduce, Coll::kReduceScatter}) {

@@ -8,8 +8,8 @@
 #include <set>
 #include <string>
 
-#include "core/algo_choice.hpp"
 #include "base/error.hpp"
+#include "core/algo_choice.hpp"
 #include "planner/cluster_spec.hpp"
 #include "planner/planner.hpp"
 #include "planner/ring_order.hpp"
@@ -154,7 +154,7 @@ TEST(PlannerSelect, DefaultsWithoutTopology) {
   EXPECT_TRUE(kLatency.count(chooseAlgorithm(argsForBytes(Collective::kAllReduce, 8, 4), ctx, {}).name));
   EXPECT_TRUE(kBandwidth.count(chooseAlgorithm(argsForBytes(Collective::kAllReduce, 64e6, 4), ctx, {}).name));
   ctx.hostOf = {0, 0, 1, 1};
-  EXPECT_EQ(chooseAlgorithm(argsForBytes(Collective::kAllReduce, 64e6, 4), ctx, {}).name, "hier");
+  EXPECT_STREQ(chooseAlgorithm(argsForBytes(Collective::kAllReduce, 64e6, 4), ctx, {}).name, "hier");
   EXPECT_GT(predictSeconds(argsForBytes(Collective::kAllReduce, 64e6, 4), ctx, "ring"), 0);
   EXPECT_LT(predictSeconds(argsForBytes(Collective::kAllReduce, 64e6, 4), ctx, "nope"), 0);
 }

@@ -515,7 +515,7 @@ class Simulator {
     uint8_t* def = nullptr;
     uint8_t* dst = ptr(r, step.dst, &def);
     if (!m.data.empty()) std::memcpy(dst, m.data.data(), m.data.size());
-    std::memset(def, 1, step.dst.bytes);
+    if (step.dst.bytes > 0) std::memset(def, 1, step.dst.bytes);
     m.data.clear();
     m.data.shrink_to_fit();
     complete(r, i, depHeard(r, i) | m.heard);
