@@ -253,7 +253,9 @@ void expectWithinBound(const std::string& spec, Coll coll, int n, size_t per, te
         }
       }
     }
-    if (!gather && !scatter && r > 0) EXPECT_EQ(mean[r], mean[0]) << what << ": rank " << r << " differs";
+    if (!gather && !scatter && r > 0) {
+      EXPECT_EQ(mean[r], mean[0]) << what << ": rank " << r << " differs";
+    }
   }
   // On the check data the bound is below the error of a lost contribution nearly everywhere.
   if (!checkData) return;
