@@ -26,9 +26,10 @@
 #include "topo/topo_file.hpp"
 #include "transport/bootstrap.hpp"
 #include "transport/inproc/inproc_transport.hpp"
-#include "transport/network_factory.hpp"
 #include "transport/routed_transport.hpp"
+#include "transport/shm/buffer_registry.hpp"
 #include "transport/tcp/tcp_transport.hpp"
+#include "transport/transport_registry.hpp"
 
 namespace tern {
 
@@ -96,31 +97,34 @@ std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdDat
   if (id.kind == RendezvousKind::kInproc) {
     c->inproc_ = true;
     c->network_ = InprocTransport::join(id.secret, rank, nranks);
+    c->networkEntry_ = findTransport("inproc");
     c->hostIds_.assign(nranks, hostId());
   } else {
     BootstrapResult boot = joinBootstrap(id, rank, nranks, hostId(), deadline, &c->aborted_);
     for (const auto& p : boot.peers) c->hostIds_.push_back(p.hostId);
     auto tcp = TcpTransport::connect(rank, nranks, boot, id.secret, opts.socketsPerPeer, deadline, &c->aborted_);
-    const std::string& kind = knobs().transport;
-    if (kind == "ucx" || kind == "ibverbs") {
-      NetworkSetup ns{rank, nranks, tcp.get(), deadline, &c->aborted_, opts.timeoutMs};
-      c->network_ = kind == "ucx" ? createUcxTransport(ns) : createIbverbsTransport(ns);
-      c->mesh_ = tcp.get();
-      c->control_ = std::move(tcp);  // stays open: liveness channel for the RDMA transport
+    const TransportEntry& network = networkTransportNamed(knobs().transport);
+    c->mesh_ = tcp.get();
+    if (network.create != nullptr) {
+      // UCX and ibverbs bring their own same-host paths; the TCP mesh stays open as the liveness channel.
+      c->network_ = network.create(NetworkSetup{rank, nranks, tcp.get(), deadline, &c->aborted_, opts.timeoutMs});
+      c->control_ = std::move(tcp);
     } else {
-      if (!kind.empty() && kind != "tcp") {
-        throwError(ternInvalidArgument, "TERN_TRANSPORT=%s: expected tcp, ucx, ibverbs or inproc", kind.c_str());
-      }
       IntraNodeSetup setup{rank, nranks, c->hostIds_, id.secret, opts.timeoutMs, tcp.get(), &c->aborted_};
-      c->mesh_ = tcp.get();
       c->network_ = std::move(tcp);
       c->intraNode_ = createIntraNode(setup, opts.algo, [] { return planner::processCostParams().shmAlgorithms; });
     }
+    c->networkEntry_ = &network;
   }
   if (c->intraNode_ && c->intraNode_->transport() != nullptr) {
-    std::vector<bool> local(nranks);
-    for (int p = 0; p < nranks; ++p) local[p] = p != rank && c->hostIds_[p] == c->hostIds_[rank];
-    c->transport_ = std::make_unique<RoutedTransport>(c->network_.get(), c->intraNode_->transport(), local);
+    // Each peer goes to the first transport, in order of preference, that the registry says reaches it.
+    std::vector<bool> sameHost(nranks);
+    for (int p = 0; p < nranks; ++p) sameHost[p] = p != rank && c->hostIds_[p] == c->hostIds_[rank];
+    const std::vector<RouteCandidate> candidates = {{c->intraNode_->transport(), findTransport("shm")},
+                                                    {c->network_.get(), c->networkEntry_}};
+    c->transport_ =
+        std::make_unique<RoutedTransport>(std::vector<Transport*>{c->intraNode_->transport(), c->network_.get()},
+                                          routePeers(rank, sameHost, candidates, MemoryKind::kHost), sameHost);
   }
   // The cost model, made here rather than on first use: ternQueryAlgorithm may run on another thread than the
   // collectives, and a bad TERN_TUNE_FILE or TERN_TOPO_FILE should fail init. It prices the job topology the ranks
@@ -155,7 +159,9 @@ void Communicator::allgatherBytes(const void* input, void* output, size_t bytes,
   ctx.deadline = deadline;
   ctx.abortFlag = &aborted_;
   ctx.what = "topology exchange";
-  executeSchedule(schedule, ExecBuffers{input, output, scratch(schedule.scratchBytes)}, ctx);
+  const ExecBuffers buffers{hostMemory(input, bytes), hostMemory(output, bytes * static_cast<size_t>(nranks_)),
+                            hostMemory(scratch(schedule.scratchBytes), schedule.scratchBytes)};
+  executeSchedule(schedule, buffers, ctx);
 }
 
 std::shared_ptr<const topo::JobTopology> Communicator::assembleJobTopology(Clock::time_point deadline) {
@@ -718,8 +724,7 @@ void Communicator::runCompressed(Operation& op) {
   ctx.step = c.step++;
   ctx.inputDtype = op.args.dtype;
   ctx.outputDtype = op.args.dtype;
-  ExecBuffers buffers{op.input, op.output, scratch(schedule->scratchBytes)};
-  executeSchedule(*schedule, buffers, ctx);
+  executeSchedule(*schedule, buffersOf(op, *schedule), ctx);
 }
 
 void Communicator::runCollective(Operation& op) {
@@ -748,11 +753,20 @@ void Communicator::runCollective(Operation& op) {
   if (intraNode_ && runsDirect(op.args) && intraNode_->tryRun(op, ctx)) return;
   std::string algorithm;
   std::shared_ptr<const Schedule> schedule = scheduleFor(op.args, &algorithm);
-  ExecBuffers buffers{op.input, op.output, scratch(schedule->scratchBytes)};
+  const ExecBuffers buffers = buffersOf(op, *schedule);
   const bool timed = learning_.wants(op.args, multiHost_);
   const auto start = timed ? Clock::now() : Clock::time_point{};
   executeSchedule(*schedule, buffers, ctx);
   if (timed) recordTimedCall(op.args, algorithm, std::chrono::duration<double>(Clock::now() - start).count());
+}
+
+ExecBuffers Communicator::buffersOf(const Operation& op, const Schedule& schedule) {
+  // A buffer the call does not have on this rank (broadcast's input off the root, reduce's output) has no bytes.
+  const size_t in = op.input != nullptr ? inputBytes(op.args, nranks_) : 0;
+  const size_t out = op.output != nullptr ? outputBytes(op.args, nranks_) : 0;
+  return {ConstMemRef{op.input, in, shm::classifyHostMemory(op.input, in)},
+          MemRef{op.output, out, shm::classifyHostMemory(op.output, out)},
+          hostMemory(scratch(schedule.scratchBytes), schedule.scratchBytes)};
 }
 
 void Communicator::runPointToPoint(Operation& op) {

@@ -23,9 +23,11 @@
 #include "core/algo_choice.hpp"
 #include "core/compressor.hpp"
 #include "core/network_learning.hpp"
+#include "exec/executor.hpp"
 #include "exec/operation.hpp"
 #include "exec/schedule.hpp"
 #include "transport/transport.hpp"
+#include "transport/transport_registry.hpp"
 
 namespace tern {
 
@@ -156,6 +158,9 @@ class Communicator {
   // The cost model in force (it changes once, when the network has been learned); null for one rank.
   std::shared_ptr<const planner::Planner> currentPlanner() const;
   void* scratch(size_t bytes);
+  // op's buffers as the executor takes them (sizes from the call's shape, memory kinds classified) with scratch
+  // for schedule.
+  ExecBuffers buffersOf(const Operation& op, const Schedule& schedule);
   // Records the communicator's first failure and aborts the transports so that peers fail too; returns the error
   // this call reports. On the first failure over a TCP mesh it first finds out which rank was lost (a peer's notice,
   // closed connections, or a ping round after a timeout) and tells every peer, so that the whole job names the rank
@@ -174,11 +179,12 @@ class Communicator {
   CommOptions options_;
   bool inproc_ = false;
   std::vector<std::string> hostIds_;
-  std::unique_ptr<Transport> control_;    // the TCP mesh when the data network is UCX/ibverbs (liveness)
-  std::unique_ptr<Transport> network_;    // tcp, ucx, ibverbs or inproc: reaches every peer
-  std::unique_ptr<IntraNode> intraNode_;  // same-host fast path, when there is one
-  std::unique_ptr<Transport> transport_;  // what schedules run on (network_, or routed over both)
-  TcpTransport* mesh_ = nullptr;          // the TCP mesh (network_ or control_), when there is one: failure notices
+  std::unique_ptr<Transport> control_;            // the TCP mesh when the data network is UCX/ibverbs (liveness)
+  std::unique_ptr<Transport> network_;            // tcp, ucx, ibverbs or inproc: reaches every peer
+  std::unique_ptr<IntraNode> intraNode_;          // same-host fast path, when there is one
+  std::unique_ptr<Transport> transport_;          // what schedules run on (network_, or routed over both)
+  const TransportEntry* networkEntry_ = nullptr;  // network_'s row of the transport registry
+  TcpTransport* mesh_ = nullptr;  // the TCP mesh (network_ or control_), when there is one: failure notices
   std::atomic<bool> aborted_{false};
 
   std::map<std::string, std::shared_ptr<const Schedule>> scheduleCache_;

@@ -54,6 +54,12 @@ struct CollArgs {
   std::vector<PointToPoint> p2p;
 };
 
+// Sizes in bytes of the user's input and output buffers of a call (what schedules may reach into): AllGather's
+// output and ReduceScatter's input hold nranks blocks, AlltoAll's both, AlltoAllv's reach the furthest
+// displacement plus count; point-to-point groups and barriers have none (their transfers carry their own sizes).
+size_t inputBytes(const CollArgs& args, int nranks);
+size_t outputBytes(const CollArgs& args, int nranks);
+
 // Tuning knobs every builder may read. Defaults suit TCP on loopback; transports can override.
 struct BuildOptions {
   size_t pipelineChunkBytes = 512 * 1024;  // ring/chain/tree pipelining granularity

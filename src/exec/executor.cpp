@@ -1,16 +1,12 @@
 #include "exec/executor.hpp"
 
-#include <cstring>
 #include <functional>
 #include <queue>
 #include <string>
 #include <vector>
 
-#include "base/dtype.hpp"
 #include "base/error.hpp"
 #include "compress/codec.hpp"
-#include "compress/error_feedback.hpp"
-#include "kernels/reduce.hpp"
 
 namespace tern {
 
@@ -26,21 +22,16 @@ size_t localWorkBytes(const Step& st) {
   return st.dst.bytes;
 }
 
-// fp32 accumulator -> the collective's output type (compressed collectives on fp16/bf16 tensors).
-void castFromFloat(void* dst, const float* src, size_t n, ternDataType_t dt) {
-  switch (dt) {
-    case ternFloat32:
-      if (dst != src) std::memmove(dst, src, n * sizeof(float));
-      break;
-    case ternFloat16:
-      for (size_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = floatToHalf(src[i]);
-      break;
-    case ternBfloat16:
-      for (size_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = floatToBfloat16(src[i]);
-      break;
-    default:
-      throwError(ternInvalidArgument, "compressed collectives support float32, float16 and bfloat16 outputs");
+const char* bufferName(BufferId id) {
+  switch (id) {
+    case BufferId::kInput:
+      return "input";
+    case BufferId::kOutput:
+      return "output";
+    case BufferId::kScratch:
+      return "scratch";
   }
+  return "?";
 }
 
 class Run {
@@ -68,6 +59,7 @@ class Run {
   }
 
   void go() {
+    checkBuffers();
     for (size_t i = 0; i < n_; ++i) {
       if (remaining_[i] == 0) becomeReady(static_cast<uint32_t>(i));
     }
@@ -92,20 +84,52 @@ class Run {
   }
 
  private:
-  char* ptr(const Span& sp) const {
-    char* base = nullptr;
-    switch (sp.buffer) {
+  MemRef buffer(BufferId id) const {
+    switch (id) {
       case BufferId::kInput:
-        base = const_cast<char*>(static_cast<const char*>(b_.input));
-        break;
+        return {const_cast<void*>(b_.input.data), b_.input.bytes, b_.input.kind};
       case BufferId::kOutput:
-        base = static_cast<char*>(b_.output);
-        break;
+        return b_.output;
       case BufferId::kScratch:
-        base = static_cast<char*>(b_.scratch);
-        break;
+        return b_.scratch;
     }
-    return base + sp.offset;
+    return {};
+  }
+  MemRef ref(const Span& sp) const { return buffer(sp.buffer).slice(sp.offset, sp.bytes); }
+
+  // Every span inside its buffer, every buffer of a memory kind the transport carries and the backend runs on:
+  // checked once per call, before any step touches memory.
+  void checkBuffers() const {
+    bool used[3] = {false, false, false};
+    auto check = [&](const Span& sp, size_t step) {
+      if (sp.bytes == 0) return;
+      const MemRef whole = buffer(sp.buffer);
+      used[static_cast<int>(sp.buffer)] = true;
+      if (sp.offset > whole.bytes || sp.bytes > whole.bytes - sp.offset) {
+        throwError(ternInternalError,
+                   "rank %d: %s schedule '%s' step %zu reaches bytes [%zu, %zu) of its %s buffer, which has %zu",
+                   ctx_.rank, ctx_.what, s_.algorithm.c_str(), step, sp.offset, sp.offset + sp.bytes,
+                   bufferName(sp.buffer), whole.bytes);
+      }
+    };
+    for (size_t i = 0; i < n_; ++i) {
+      const Step& st = s_.steps[i];
+      check(st.dst, i);
+      check(st.src, i);
+      check(st.src2, i);
+    }
+    for (BufferId id : {BufferId::kInput, BufferId::kOutput, BufferId::kScratch}) {
+      const MemoryKind kind = buffer(id).kind;
+      if (!used[static_cast<int>(id)]) continue;
+      if (!ctx_.compute->runsOn(kind)) {
+        throwError(ternInvalidUsage, "rank %d: %s: the %s buffer is %s memory, which the %s compute backend cannot use",
+                   ctx_.rank, ctx_.what, bufferName(id), memoryKindName(kind), ctx_.compute->name());
+      }
+      if (!ctx_.transport->carries(kind)) {
+        throwError(ternInvalidUsage, "rank %d: %s: the %s buffer is %s memory, which the %s transport does not carry",
+                   ctx_.rank, ctx_.what, bufferName(id), memoryKindName(kind), ctx_.transport->name());
+      }
+    }
   }
 
   void becomeReady(uint32_t i) {
@@ -126,9 +150,9 @@ class Run {
       uint32_t i = q[head++];
       const Step& st = s_.steps[i];
       if (isSend) {
-        ctx_.transport->postSend(st.peer, ptr(st.src), st.src.bytes, &transfers_[i]);
+        ctx_.transport->postSend(st.peer, ref(st.src), &transfers_[i]);
       } else {
-        ctx_.transport->postRecv(st.peer, ptr(st.dst), st.dst.bytes, &transfers_[i]);
+        ctx_.transport->postRecv(st.peer, ref(st.dst), &transfers_[i]);
       }
       inFlight_.push_back(i);
     }
@@ -136,34 +160,26 @@ class Run {
 
   void runLocal(uint32_t i) {
     const Step& st = s_.steps[i];
-    size_t esize = dataTypeSize(ctx_.dtype);
+    const ComputeBackend& compute = *ctx_.compute;
     switch (st.kind) {
       case StepKind::kReduce:
-        reduce(ptr(st.dst), ptr(st.src), ptr(st.src2), st.dst.bytes / esize, ctx_.dtype, ctx_.op);
+        compute.reduce(ref(st.dst), ref(st.src), ref(st.src2), ctx_.dtype, ctx_.op);
         break;
       case StepKind::kCopy:
-        if (ptr(st.dst) != ptr(st.src) && st.dst.bytes > 0) std::memmove(ptr(st.dst), ptr(st.src), st.dst.bytes);
+        compute.copy(ref(st.dst), ref(st.src));
         break;
       case StepKind::kFinalize:
-        if (ctx_.op == ternAvg) finalizeAverage(ptr(st.dst), st.dst.bytes / esize, ctx_.dtype, ctx_.nranks);
+        if (ctx_.op == ternAvg) compute.finalizeAverage(ref(st.dst), ctx_.dtype, ctx_.nranks);
         break;
-      case StepKind::kEncode: {
-        compress::EncodeContext ec{ctx_.seed, ctx_.step, st.elementOffset};
-        compress::ErrorFeedback* ef = ctx_.feedback[st.slot];
-        if (ef != nullptr) {
-          ef->encode(*ctx_.codec, ptr(st.src), st.slot == 0 ? ctx_.inputDtype : ternFloat32, st.elements, ptr(st.dst),
-                     ec);
-        } else {
-          ctx_.codec->encode(ptr(st.src), st.slot == 0 ? ctx_.inputDtype : ternFloat32, st.elements, ptr(st.dst), ec);
-        }
+      case StepKind::kEncode:
+        compute.encode(*ctx_.codec, ctx_.feedback[st.slot], ref(st.src), st.slot == 0 ? ctx_.inputDtype : ternFloat32,
+                       st.elements, ref(st.dst), compress::EncodeContext{ctx_.seed, ctx_.step, st.elementOffset});
         break;
-      }
       case StepKind::kDecode:
-        ctx_.codec->decode(ptr(st.src), st.src.bytes, st.elements, reinterpret_cast<float*>(ptr(st.dst)),
-                           st.accumulate);
+        compute.decode(*ctx_.codec, ref(st.src), st.elements, ref(st.dst), st.accumulate);
         break;
       case StepKind::kCast:
-        castFromFloat(ptr(st.dst), reinterpret_cast<const float*>(ptr(st.src)), st.elements, ctx_.outputDtype);
+        compute.castFromFloat(ref(st.dst), ctx_.outputDtype, ref(st.src), st.elements);
         break;
       default:
         break;

@@ -1,6 +1,9 @@
 // Runs one rank's Schedule over a Transport: starts every step as soon as its dependencies have completed (and,
 // for transfers, as soon as the earlier transfers to/from the same peer were posted, so FIFO matching holds),
-// performs local steps (reduce, copy, finalize) on the calling thread, and drives the transport in between.
+// has the compute backend perform the local steps (reduce, copy, finalize, encode, decode, cast) on the calling
+// thread, and drives the transport in between. Buffers are typed references (base/memory.hpp): before anything
+// runs, every span of the schedule is checked against its buffer's size, and the buffers' memory kinds against
+// what the transport carries and the backend runs on, so a mismatch is a clear error and never a stray access.
 // Waiting never spins: when nothing can advance the transport sleeps in poll/condvar; every wait checks the
 // deadline and the abort flag.
 #pragma once
@@ -8,7 +11,9 @@
 #include <atomic>
 #include <chrono>
 
+#include "base/memory.hpp"
 #include "base/socket.hpp"
+#include "exec/compute_backend.hpp"
 #include "exec/schedule.hpp"
 #include "transport/transport.hpp"
 
@@ -19,14 +24,16 @@ class Codec;
 class ErrorFeedback;
 }  // namespace compress
 
+// The call's three buffers, each with its size in bytes and its memory kind.
 struct ExecBuffers {
-  const void* input = nullptr;
-  void* output = nullptr;
-  void* scratch = nullptr;
+  ConstMemRef input;
+  MemRef output;
+  MemRef scratch;
 };
 
 struct ExecContext {
   Transport* transport = nullptr;
+  const ComputeBackend* compute = &cpuBackend();  // runs the local steps
   ternDataType_t dtype = ternFloat32;
   ternRedOp_t op = ternSum;
   int nranks = 1;  // divisor of avg

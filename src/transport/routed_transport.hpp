@@ -1,7 +1,9 @@
-// Routes each peer to the transport that serves it best (shared memory for ranks on this host, TCP for the rest)
-// behind the one Transport interface, so algorithms never know the difference.
+// Routes each peer to the transport that serves it (shared memory for ranks on this host, the network for the
+// rest; the routes come from the transport registry's routePeers) behind the one Transport interface, so
+// algorithms never know the difference.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "transport/transport.hpp"
@@ -10,42 +12,61 @@ namespace tern {
 
 class RoutedTransport : public Transport {
  public:
-  // network serves every peer not routed to local; local serves peers with localPeers[p] true.
-  RoutedTransport(Transport* network, Transport* local, std::vector<bool> localPeers)
-      : network_(network), local_(local), localPeers_(std::move(localPeers)) {}
-
-  const char* name() const override { return "shm+tcp"; }
-  void postSend(int peer, const void* data, size_t bytes, Transfer* t) override {
-    route(peer)->postSend(peer, data, bytes, t);
+  // members: every transport routed to, in order of preference (their names, joined by '+', are this transport's
+  // name); routes[p]: the member that serves peer p (nullptr for this rank); sameHost[p]: p shares this host.
+  RoutedTransport(std::vector<Transport*> members, std::vector<Transport*> routes, std::vector<bool> sameHost)
+      : members_(std::move(members)), routes_(std::move(routes)), sameHost_(std::move(sameHost)) {
+    for (Transport* m : members_) name_ += (name_.empty() ? "" : "+") + std::string(m->name());
   }
-  void postRecv(int peer, void* data, size_t bytes, Transfer* t) override {
-    route(peer)->postRecv(peer, data, bytes, t);
+
+  const char* name() const override { return name_.c_str(); }
+  bool carries(MemoryKind kind) const override {
+    for (Transport* m : members_) {
+      if (!m->carries(kind)) return false;
+    }
+    return true;
   }
   int progress(int waitMs) override {
-    int done = local_->progress(0) + network_->progress(0);
+    int done = 0;
+    for (Transport* m : members_) done += m->progress(0);
     if (done > 0 || waitMs <= 0) return done;
-    bool localBusy = local_->hasPending(), networkBusy = network_->hasPending();
-    // Sleep in the one transport that has work; with work on both, take short turns so neither starves.
-    if (localBusy && !networkBusy) return local_->progress(waitMs);
-    if (networkBusy && !localBusy) return network_->progress(waitMs);
-    return local_->progress(1) + network_->progress(1);
+    // Sleep in the one transport that has work; with work on several, take short turns so none starves.
+    Transport* busy = nullptr;
+    int nBusy = 0;
+    for (Transport* m : members_) {
+      if (m->hasPending()) {
+        busy = m;
+        ++nBusy;
+      }
+    }
+    if (nBusy == 1) return busy->progress(waitMs);
+    for (Transport* m : members_) done += m->progress(1);
+    return done;
   }
   void abort(const std::string& reason) override {
-    local_->abort(reason);
-    network_->abort(reason);
+    for (Transport* m : members_) m->abort(reason);
   }
   void withdrawAfterFailure() override {
-    local_->withdrawAfterFailure();
-    network_->withdrawAfterFailure();
+    for (Transport* m : members_) m->withdrawAfterFailure();
   }
-  bool hasPending() const override { return local_->hasPending() || network_->hasPending(); }
-  bool sameHost(int peer) const override { return localPeers_[peer]; }
+  bool hasPending() const override {
+    for (Transport* m : members_) {
+      if (m->hasPending()) return true;
+    }
+    return false;
+  }
+  bool sameHost(int peer) const override { return sameHost_[peer]; }
+
+ protected:
+  void startSend(int peer, const ConstMemRef& src, Transfer* t) override { route(peer)->postSend(peer, src, t); }
+  void startRecv(int peer, const MemRef& dst, Transfer* t) override { route(peer)->postRecv(peer, dst, t); }
 
  private:
-  Transport* route(int peer) { return localPeers_[peer] ? local_ : network_; }
-  Transport* network_;
-  Transport* local_;
-  std::vector<bool> localPeers_;
+  Transport* route(int peer) { return routes_[peer]; }
+  std::vector<Transport*> members_;
+  std::vector<Transport*> routes_;
+  std::vector<bool> sameHost_;
+  std::string name_;
 };
 
 }  // namespace tern

@@ -1,14 +1,17 @@
 // The transport interface: every algorithm runs over it without knowing which transport it is.
 //
-// A transport connects this rank to every peer of one communicator and moves byte ranges. Transfers are posted
-// non-blocking and complete later, during progress(). Matching is FIFO per (peer, direction): the k-th send this
-// rank posts to peer P is received by the k-th receive P posts from this rank, and both must name the same size
-// (a mismatch is reported as an error, never silently truncated). The executor guarantees the posting order.
+// A transport connects this rank to every peer of one communicator and moves byte ranges of the memory kinds it
+// carries (base/memory.hpp: every transport today carries host memory; device memory needs a device transport).
+// Transfers are posted non-blocking and complete later, during progress(). Matching is FIFO per (peer, direction): the
+// k-th send this rank posts to peer P is received by the k-th receive P posts from this rank, and both must name the
+// same size (a mismatch is reported as an error, never silently truncated). The executor guarantees the posting order.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "base/memory.hpp"
 
 namespace tern {
 
@@ -27,8 +30,28 @@ class Transport {
   // Short name for logs ("tcp", "inproc", "shm").
   virtual const char* name() const = 0;
 
-  virtual void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) = 0;
-  virtual void postRecv(int peer, void* data, size_t bytes, Transfer* transfer) = 0;
+  // Posts a send of src to peer / a receive from peer into dst. A memory kind the transport does not carry is
+  // refused with tern::Error(ternInvalidUsage) naming the kind, the transport and the peer, before anything is
+  // posted.
+  void postSend(int peer, const ConstMemRef& src, Transfer* transfer) {
+    if (!carries(src.kind)) refuseMemory(src.kind, peer, "send to");
+    startSend(peer, src, transfer);
+  }
+  void postRecv(int peer, const MemRef& dst, Transfer* transfer) {
+    if (!carries(dst.kind)) refuseMemory(dst.kind, peer, "receive from");
+    startRecv(peer, dst, transfer);
+  }
+  // Host memory (the transports' own exchanges, the tests).
+  void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) {
+    postSend(peer, hostMemory(data, bytes), transfer);
+  }
+  void postRecv(int peer, void* data, size_t bytes, Transfer* transfer) {
+    postRecv(peer, hostMemory(data, bytes), transfer);
+  }
+
+  // Whether this transport can read and write memory of this kind directly. Host memory, plain or registered, for
+  // every host transport.
+  virtual bool carries(MemoryKind kind) const { return isHostMemory(kind); }
 
   // Advances posted transfers as far as possible without blocking. If none completed and waitMs > 0, sleeps until
   // there is activity (or waitMs passes) and tries again. Returns the number of transfers completed by this call.
@@ -50,6 +73,14 @@ class Transport {
 
   // True when peer shares this rank's host (same host id): used to choose intra-node algorithms.
   virtual bool sameHost(int /*peer*/) const { return false; }
+
+ protected:
+  // The transfers themselves, of a memory kind carries() accepted.
+  virtual void startSend(int peer, const ConstMemRef& src, Transfer* transfer) = 0;
+  virtual void startRecv(int peer, const MemRef& dst, Transfer* transfer) = 0;
+
+ private:
+  [[noreturn]] void refuseMemory(MemoryKind kind, int peer, const char* what) const;
 };
 
 }  // namespace tern

@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.hpp"
 #include "core/algo_choice.hpp"
 #include "core/communicator.hpp"
-#include "base/error.hpp"
 #include "planner/planner.hpp"
 #include "topo/assemble.hpp"
 #include "topo/local_topology.hpp"
@@ -255,8 +255,12 @@ TEST(TopoCommunicator, EveryRankAssemblesTheSameJob) {
     EXPECT_EQ(job.hosts[0], local);  // what every rank sees of this host is what detection found
     for (int r = 0; r < n; ++r) {
       EXPECT_EQ(comms[r]->jobTopology(), job) << "rank " << r;
-      if (job.hosts[0].count(NodeType::kNuma) == 1) EXPECT_GE(job.ranks[r].numa, 0);
-      if (job.hosts[0].count(NodeType::kNic) > 0) EXPECT_GE(job.ranks[r].nic, 0);
+      if (job.hosts[0].count(NodeType::kNuma) == 1) {
+        EXPECT_GE(job.ranks[r].numa, 0);
+      }
+      if (job.hosts[0].count(NodeType::kNic) > 0) {
+        EXPECT_GE(job.ranks[r].nic, 0);
+      }
     }
     threads.clear();
     for (int r = 0; r < n; ++r) threads.emplace_back([&, r] { comms[r].reset(); });

@@ -58,12 +58,25 @@ class FaultyTransport : public Transport {
   void abort(const std::string& reason) override { inner_->abort(reason); }
   bool hasPending() const override { return !ops_.empty(); }
 
-  void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) override {
-    Op& op = newOp(peer, true, nullptr, bytes, transfer);
-    inner_->postSend(peer, data, bytes, &op.inner);
+  int progress(int waitMs) override {
+    try {
+      inner_->progress(fault_ == Fault::kSpin ? 0 : waitMs);
+    } catch (const Error&) {
+      if (fault_ != Fault::kSwallowErrors) throw;
+      return completeEverything();
+    }
+    return deliver();
   }
 
-  void postRecv(int peer, void* data, size_t bytes, Transfer* transfer) override {
+ protected:
+  void startSend(int peer, const ConstMemRef& src, Transfer* transfer) override {
+    Op& op = newOp(peer, true, nullptr, src.bytes, transfer);
+    inner_->postSend(peer, src, &op.inner);
+  }
+
+  void startRecv(int peer, const MemRef& dst, Transfer* transfer) override {
+    void* data = dst.data;
+    const size_t bytes = dst.bytes;
     Op& op = newOp(peer, false, static_cast<uint8_t*>(data), bytes, transfer);
     op.staging.resize(bytes);
     if (fault_ == Fault::kSwapEqualSizeNeighbours && bytes > 0) {
@@ -78,16 +91,6 @@ class FaultyTransport : public Transport {
       }
     }
     inner_->postRecv(peer, op.staging.data(), bytes, &op.inner);
-  }
-
-  int progress(int waitMs) override {
-    try {
-      inner_->progress(fault_ == Fault::kSpin ? 0 : waitMs);
-    } catch (const Error&) {
-      if (fault_ != Fault::kSwallowErrors) throw;
-      return completeEverything();
-    }
-    return deliver();
   }
 
  private:

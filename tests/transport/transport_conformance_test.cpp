@@ -43,16 +43,16 @@ class BorrowedTransport : public Transport {
  public:
   explicit BorrowedTransport(Transport& inner) : inner_(inner) {}
   const char* name() const override { return inner_.name(); }
-  void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) override {
-    inner_.postSend(peer, data, bytes, transfer);
-  }
-  void postRecv(int peer, void* data, size_t bytes, Transfer* transfer) override {
-    inner_.postRecv(peer, data, bytes, transfer);
-  }
   int progress(int waitMs) override { return inner_.progress(waitMs); }
   void abort(const std::string& reason) override { inner_.abort(reason); }
   bool hasPending() const override { return inner_.hasPending(); }
   bool sameHost(int peer) const override { return inner_.sameHost(peer); }
+
+ protected:
+  void startSend(int peer, const ConstMemRef& src, Transfer* transfer) override {
+    inner_.postSend(peer, src, transfer);
+  }
+  void startRecv(int peer, const MemRef& dst, Transfer* transfer) override { inner_.postRecv(peer, dst, transfer); }
 
  private:
   Transport& inner_;
@@ -84,16 +84,14 @@ class OwnedShmTransport : public Transport {
   }
 
   const char* name() const override { return shm_->name(); }
-  void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) override {
-    shm_->postSend(peer, data, bytes, transfer);
-  }
-  void postRecv(int peer, void* data, size_t bytes, Transfer* transfer) override {
-    shm_->postRecv(peer, data, bytes, transfer);
-  }
   int progress(int waitMs) override { return shm_->progress(waitMs); }
   void abort(const std::string& reason) override { shm_->abort(reason); }
   bool hasPending() const override { return shm_->hasPending(); }
   bool sameHost(int peer) const override { return shm_->sameHost(peer); }
+
+ protected:
+  void startSend(int peer, const ConstMemRef& src, Transfer* transfer) override { shm_->postSend(peer, src, transfer); }
+  void startRecv(int peer, const MemRef& dst, Transfer* transfer) override { shm_->postRecv(peer, dst, transfer); }
 
  private:
   std::unique_ptr<shm::Mesh> mesh_;

@@ -145,7 +145,9 @@ void runHier(const std::string& spec, int numNodes, int perNode, size_t count, i
         ctx.seed = kSeed;
         ctx.step = static_cast<uint64_t>(s);
         const void* input = inPlace ? out[r].data() : in[r].data();
-        ExecBuffers buffers{input, out[r].data(), scratch.data()};
+        const size_t bytes = count * sizeof(float);
+        const ExecBuffers buffers{hostMemory(input, bytes), hostMemory(out[r].data(), bytes),
+                                  hostMemory(scratch.data(), scratch.size())};
         try {
           executeSchedule(schedules[r], buffers, ctx);
         } catch (const std::exception& e) {

@@ -191,16 +191,16 @@ IbverbsTransport::Peer& IbverbsTransport::beginTransfer(int peer, size_t bytes, 
   return peers_[peer];
 }
 
-void IbverbsTransport::postSend(int peer, const void* data, size_t bytes, Transfer* transfer) {
-  Peer& p = beginTransfer(peer, bytes, transfer);
-  p.sends.push_back({transfer, static_cast<const char*>(data),
-                     ib::ChunkCursor(p.sendSequence++, bytes, p.remote.slotBytes - ib::kSlotHeaderBytes)});
+void IbverbsTransport::startSend(int peer, const ConstMemRef& src, Transfer* transfer) {
+  Peer& p = beginTransfer(peer, src.bytes, transfer);
+  p.sends.push_back({transfer, static_cast<const char*>(src.data),
+                     ib::ChunkCursor(p.sendSequence++, src.bytes, p.remote.slotBytes - ib::kSlotHeaderBytes)});
 }
 
-void IbverbsTransport::postRecv(int peer, void* data, size_t bytes, Transfer* transfer) {
-  Peer& p = beginTransfer(peer, bytes, transfer);
-  p.recvs.push_back({transfer, static_cast<char*>(data),
-                     ib::ChunkCursor(p.recvSequence++, bytes, slotBytes_ - ib::kSlotHeaderBytes)});
+void IbverbsTransport::startRecv(int peer, const MemRef& dst, Transfer* transfer) {
+  Peer& p = beginTransfer(peer, dst.bytes, transfer);
+  p.recvs.push_back({transfer, static_cast<char*>(dst.data),
+                     ib::ChunkCursor(p.recvSequence++, dst.bytes, slotBytes_ - ib::kSlotHeaderBytes)});
 }
 
 void IbverbsTransport::postReceive(Peer& p) {

@@ -43,12 +43,14 @@ class IbverbsTransport : public Transport {
   ~IbverbsTransport() override;
 
   const char* name() const override { return "ibverbs"; }
-  void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) override;
-  void postRecv(int peer, void* data, size_t bytes, Transfer* transfer) override;
   int progress(int waitMs) override;
   void abort(const std::string& reason) override;
   bool hasPending() const override;
   bool sameHost(int peer) const override;
+
+ protected:
+  void startSend(int peer, const ConstMemRef& src, Transfer* transfer) override;
+  void startRecv(int peer, const MemRef& dst, Transfer* transfer) override;
 
  private:
   struct SendOp {

@@ -155,28 +155,28 @@ std::unique_ptr<InprocTransport> InprocTransport::join(const Secret& secret, int
 
 InprocTransport::~InprocTransport() = default;
 
-void InprocTransport::postSend(int peer, const void* data, size_t bytes, Transfer* transfer) {
+void InprocTransport::startSend(int peer, const ConstMemRef& src, Transfer* transfer) {
   group_->throwIfAborted(rank_);
   transfer->done = false;
-  transfer->bytes = bytes;
+  transfer->bytes = src.bytes;
   ++outstanding_;
   Mailbox& m = group_->mailbox(rank_, peer);
   {
     std::lock_guard<std::mutex> lock(m.mutex);
-    m.sends.push_back({const_cast<char*>(static_cast<const char*>(data)), bytes, transfer});
+    m.sends.push_back({const_cast<char*>(static_cast<const char*>(src.data)), src.bytes, transfer});
   }
   group_->match(rank_, peer);
 }
 
-void InprocTransport::postRecv(int peer, void* data, size_t bytes, Transfer* transfer) {
+void InprocTransport::startRecv(int peer, const MemRef& dst, Transfer* transfer) {
   group_->throwIfAborted(rank_);
   transfer->done = false;
-  transfer->bytes = bytes;
+  transfer->bytes = dst.bytes;
   ++outstanding_;
   Mailbox& m = group_->mailbox(peer, rank_);
   {
     std::lock_guard<std::mutex> lock(m.mutex);
-    m.recvs.push_back({static_cast<char*>(data), bytes, transfer});
+    m.recvs.push_back({static_cast<char*>(dst.data), dst.bytes, transfer});
   }
   group_->match(peer, rank_);
 }

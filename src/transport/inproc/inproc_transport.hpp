@@ -23,12 +23,14 @@ class InprocTransport : public Transport {
   ~InprocTransport() override;
 
   const char* name() const override { return "inproc"; }
-  void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) override;
-  void postRecv(int peer, void* data, size_t bytes, Transfer* transfer) override;
   int progress(int waitMs) override;
   void abort(const std::string& reason) override;
   bool sameHost(int) const override { return true; }
   bool hasPending() const override { return outstanding_ > 0; }
+
+ protected:
+  void startSend(int peer, const ConstMemRef& src, Transfer* transfer) override;
+  void startRecv(int peer, const MemRef& dst, Transfer* transfer) override;
 
  private:
   InprocTransport(std::shared_ptr<InprocGroup> group, int rank) : group_(std::move(group)), rank_(rank) {}

@@ -33,6 +33,7 @@ struct Registration {
 struct Registry {
   std::mutex mutex;
   std::map<uintptr_t, Registration> segments;
+  std::atomic<size_t> live{0};  // segments.size(), readable without the mutex (classifyHostMemory's fast path)
   uint64_t nextId = 1;
 };
 
@@ -67,6 +68,14 @@ void describeBuffer(const void* p, size_t bytes, BufferRef* ref) {
   ref->segBytes = reg.bytes;
   ref->ino = reg.ino;
   ref->fd = reg.fd;
+}
+
+MemoryKind classifyHostMemory(const void* p, size_t bytes) {
+  Registry& r = registry();
+  if (p == nullptr || r.live.load(std::memory_order_relaxed) == 0) return MemoryKind::kHost;
+  BufferRef ref;
+  describeBuffer(p, bytes, &ref);
+  return ref.segId != 0 ? MemoryKind::kHostRegistered : MemoryKind::kHost;
 }
 
 const FdProbe& fdProbe() {
@@ -165,6 +174,7 @@ void* shmAlloc(size_t bytes) {
       reg.ino = st.st_ino;
       reg.bytes = rounded;
       reg.file = std::move(file);
+      r.live.store(r.segments.size(), std::memory_order_relaxed);
       return p;
     }
   }
@@ -175,6 +185,7 @@ void* shmAlloc(size_t bytes) {
   if (p == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(r.mutex);
   r.segments[reinterpret_cast<uintptr_t>(p)].bytes = rounded;
+  r.live.store(r.segments.size(), std::memory_order_relaxed);
   return p;
 }
 
@@ -191,6 +202,7 @@ void shmFree(void* p) {
     }
     reg = std::move(it->second);
     r.segments.erase(it);
+    r.live.store(r.segments.size(), std::memory_order_relaxed);
   }
   if (reg.fd < 0) {
     std::free(p);

@@ -17,6 +17,7 @@
 #include <map>
 #include <utility>
 
+#include "base/memory.hpp"
 #include "transport/shm/mapped_file.hpp"
 #include "transport/shm/shm_layout.hpp"
 
@@ -25,6 +26,10 @@ namespace tern::shm {
 // Fills ref with the registered segment holding [p, p + bytes), if any (ref->segId stays 0 otherwise); ref->addr
 // is always set.
 void describeBuffer(const void* p, size_t bytes, BufferRef* ref);
+
+// kHostRegistered when [p, p + bytes) lies in one shared-memory backed ternMemAlloc buffer, kHost otherwise
+// (without a lock while nothing is registered).
+MemoryKind classifyHostMemory(const void* p, size_t bytes);
 
 // This process's probe memfd (created on first use): peers try to open it to learn whether they could map our
 // registered buffers.

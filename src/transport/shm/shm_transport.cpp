@@ -36,19 +36,20 @@ ShmTransport::ShmTransport(Mesh* mesh, Watchdog* dog, const SpinPolicy& spin)
       payload_(kRingSlotBytes - sizeof(SlotHeader)),
       peers_(mesh->nranks()) {}
 
-void ShmTransport::postSend(int peer, const void* data, size_t bytes, Transfer* transfer) {
+void ShmTransport::startSend(int peer, const ConstMemRef& src, Transfer* transfer) {
   transfer->done = false;
-  transfer->bytes = bytes;
-  SendOp op{transfer, static_cast<const char*>(data), bytes};
-  op.rendezvous = bytes >= kRendezvousBytes && mesh_->peer(peer).cmaTo && gRendezvous.load(std::memory_order_relaxed);
+  transfer->bytes = src.bytes;
+  SendOp op{transfer, static_cast<const char*>(src.data), src.bytes};
+  op.rendezvous =
+      src.bytes >= kRendezvousBytes && mesh_->peer(peer).cmaTo && gRendezvous.load(std::memory_order_relaxed);
   peers_[peer].sends.push_back(op);
   ++pending_;
 }
 
-void ShmTransport::postRecv(int peer, void* data, size_t bytes, Transfer* transfer) {
+void ShmTransport::startRecv(int peer, const MemRef& dst, Transfer* transfer) {
   transfer->done = false;
-  transfer->bytes = bytes;
-  peers_[peer].recvs.push_back(RecvOp{transfer, static_cast<char*>(data), bytes});
+  transfer->bytes = dst.bytes;
+  peers_[peer].recvs.push_back(RecvOp{transfer, static_cast<char*>(dst.data), dst.bytes});
   ++pending_;
 }
 

@@ -31,8 +31,6 @@ class ShmTransport : public Transport {
   ShmTransport(Mesh* mesh, Watchdog* dog, const SpinPolicy& spin);
 
   const char* name() const override { return "shm"; }
-  void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) override;
-  void postRecv(int peer, void* data, size_t bytes, Transfer* transfer) override;
   int progress(int waitMs) override;
   void abort(const std::string& reason) override { dog_->abort(reason); }
   bool hasPending() const override { return pending_ > 0; }
@@ -44,6 +42,10 @@ class ShmTransport : public Transport {
   static constexpr size_t kRendezvousBytes = 256 * 1024;
   // Tests turn rendezvous off to push long messages through the ring between threads of one process.
   static void setRendezvousForTesting(bool enabled);
+
+ protected:
+  void startSend(int peer, const ConstMemRef& src, Transfer* transfer) override;
+  void startRecv(int peer, const MemRef& dst, Transfer* transfer) override;
 
  private:
   struct SendOp {

@@ -407,12 +407,12 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(int rank, int nranks, Bootst
   return t;
 }
 
-void TcpTransport::postSend(int peer, const void* data, size_t bytes, Transfer* transfer) {
-  post(peer, const_cast<char*>(static_cast<const char*>(data)), bytes, transfer, true);
+void TcpTransport::startSend(int peer, const ConstMemRef& src, Transfer* transfer) {
+  post(peer, const_cast<char*>(static_cast<const char*>(src.data)), src.bytes, transfer, true);
 }
 
-void TcpTransport::postRecv(int peer, void* data, size_t bytes, Transfer* transfer) {
-  post(peer, static_cast<char*>(data), bytes, transfer, false);
+void TcpTransport::startRecv(int peer, const MemRef& dst, Transfer* transfer) {
+  post(peer, static_cast<char*>(dst.data), dst.bytes, transfer, false);
 }
 
 void TcpTransport::post(int peer, char* data, size_t bytes, Transfer* transfer, bool isSend) {

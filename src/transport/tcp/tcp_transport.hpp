@@ -42,8 +42,6 @@ class TcpTransport : public Transport {
   ~TcpTransport() override;
 
   const char* name() const override { return "tcp"; }
-  void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) override;
-  void postRecv(int peer, void* data, size_t bytes, Transfer* transfer) override;
   int progress(int waitMs) override;
   void abort(const std::string& reason) override;
   bool sameHost(int peer) const override { return sameHost_[peer]; }
@@ -91,6 +89,10 @@ class TcpTransport : public Transport {
     uint64_t totalBytes;
     uint64_t partBytes;
   };
+
+ protected:
+  void startSend(int peer, const ConstMemRef& src, Transfer* transfer) override;
+  void startRecv(int peer, const MemRef& dst, Transfer* transfer) override;
 
  private:
   struct Part {

@@ -130,12 +130,12 @@ void UcxTransport::shutdown() {
 
 bool UcxTransport::sameHost(int peer) const { return tcp_->sameHost(peer); }
 
-void UcxTransport::postSend(int peer, const void* data, size_t bytes, Transfer* transfer) {
-  post(peer, const_cast<void*>(data), bytes, transfer, true);
+void UcxTransport::startSend(int peer, const ConstMemRef& src, Transfer* transfer) {
+  post(peer, const_cast<void*>(src.data), src.bytes, transfer, true);
 }
 
-void UcxTransport::postRecv(int peer, void* data, size_t bytes, Transfer* transfer) {
-  post(peer, data, bytes, transfer, false);
+void UcxTransport::startRecv(int peer, const MemRef& dst, Transfer* transfer) {
+  post(peer, dst.data, dst.bytes, transfer, false);
 }
 
 UcxTransport::Op* UcxTransport::newOp() {

@@ -39,8 +39,6 @@ class UcxTransport : public Transport {
   ~UcxTransport() override;
 
   const char* name() const override { return "ucx"; }
-  void postSend(int peer, const void* data, size_t bytes, Transfer* transfer) override;
-  void postRecv(int peer, void* data, size_t bytes, Transfer* transfer) override;
   int progress(int waitMs) override;
   void abort(const std::string& reason) override;
   bool hasPending() const override { return !live_.empty(); }
@@ -48,6 +46,10 @@ class UcxTransport : public Transport {
 
   // For tests and logs: the registration cache (null when registration is off).
   const RegistrationCache* registrationCache() { return registrations_->cache(); }
+
+ protected:
+  void startSend(int peer, const ConstMemRef& src, Transfer* transfer) override;
+  void startRecv(int peer, const MemRef& dst, Transfer* transfer) override;
 
  private:
   struct Op {
