@@ -70,9 +70,10 @@ SANITIZE_CI_TESTS = ^(AbortSafety|ShmTransportTest|ShmFailure|ShmLeave|ShmRegist
 SANITIZE_STRESS_LOOPS ?= 1000
 # Tests the TSan build leaves out (a ctest regex; empty in a full run, so every report shows there). Ranks that are
 # threads of one process share one mapping of each shared-memory segment (src/transport/shm/mapped_file.hpp), so
-# TSan follows their flags and the in-process shared-memory unit tests run under it too. The CI subset leaves out
-# the 2-rank multi-process matrices, which do not finish within tern-run's 480 s under TSan on a loaded 2-core
-# machine (the SIGKILL drills stay: they run the same transports for less time).
+# TSan follows their flags and the in-process shared-memory unit tests run under it too. The multi-process matrices
+# run lean at their largest size with scaled deadlines in the sanitizer builds (cmake/TernSanitize.cmake). The CI
+# subset leaves out the 2-rank multi-process matrices under TSan, which take longer than .ci/run's budget has on a
+# 2-core machine (the SIGKILL drills stay: they run the same transports for less time).
 SANITIZE_TSAN_EXCLUDE ?=
 SANITIZE_CI_TSAN_EXCLUDE = ^(mp_tcp|shm_mp)_all_n2$$
 # hwloc unloads its PCI plugin when a topology is destroyed; what libpciaccess allocated for the process is then

@@ -30,3 +30,17 @@ if(TERN_SANITIZE)
   # differ, so they cannot, but keep the sanitizer visible in the configure log.
   message(STATUS "tern: sanitizers ${TERN_SANITIZE}")
 endif()
+
+# How much longer the multi-process test matrices may take in this build: instrumented code runs several times
+# slower (TSan most: every memory access goes through its shadow state), and on a small machine the ranks of one
+# test share its cores. tests/mp and tests/shm scale tern-run's deadline and ctest's timeout by it, and run their
+# 2^20+3-element calls lean (one datatype per element size, every collective and op still covered): at that size a
+# sanitizer re-checks the same code paths over millions of elements, which costs time and finds nothing the
+# smaller sizes do not.
+if(TERN_SANITIZE MATCHES "thread")
+  set(TERN_TEST_TIME_SCALE 4)
+elseif(TERN_SANITIZE)
+  set(TERN_TEST_TIME_SCALE 2)
+else()
+  set(TERN_TEST_TIME_SCALE 1)
+endif()

@@ -93,35 +93,34 @@ Communicator::Communicator(int rank, int nranks, const CommOptions& opts)
 std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdData& id, int rank,
                                                    const CommOptions& opts) {
   std::unique_ptr<Communicator> c(new Communicator(rank, nranks, opts));
+  const TransportEntry* network = findTransport("inproc");  // network_'s row of the transport registry
   auto deadline = Clock::now() + std::chrono::milliseconds(opts.timeoutMs);
   if (id.kind == RendezvousKind::kInproc) {
     c->inproc_ = true;
     c->network_ = InprocTransport::join(id.secret, rank, nranks);
-    c->networkEntry_ = findTransport("inproc");
     c->hostIds_.assign(nranks, hostId());
   } else {
     BootstrapResult boot = joinBootstrap(id, rank, nranks, hostId(), deadline, &c->aborted_);
     for (const auto& p : boot.peers) c->hostIds_.push_back(p.hostId);
     auto tcp = TcpTransport::connect(rank, nranks, boot, id.secret, opts.socketsPerPeer, deadline, &c->aborted_);
-    const TransportEntry& network = networkTransportNamed(knobs().transport);
+    network = &networkTransportNamed(knobs().transport);
     c->mesh_ = tcp.get();
-    if (network.create != nullptr) {
+    if (network->create != nullptr) {
       // UCX and ibverbs bring their own same-host paths; the TCP mesh stays open as the liveness channel.
-      c->network_ = network.create(NetworkSetup{rank, nranks, tcp.get(), deadline, &c->aborted_, opts.timeoutMs});
+      c->network_ = network->create(NetworkSetup{rank, nranks, tcp.get(), deadline, &c->aborted_, opts.timeoutMs});
       c->control_ = std::move(tcp);
     } else {
       IntraNodeSetup setup{rank, nranks, c->hostIds_, id.secret, opts.timeoutMs, tcp.get(), &c->aborted_};
       c->network_ = std::move(tcp);
       c->intraNode_ = createIntraNode(setup, opts.algo, [] { return planner::processCostParams().shmAlgorithms; });
     }
-    c->networkEntry_ = &network;
   }
   if (c->intraNode_ && c->intraNode_->transport() != nullptr) {
     // Each peer goes to the first transport, in order of preference, that the registry says reaches it.
     std::vector<bool> sameHost(nranks);
     for (int p = 0; p < nranks; ++p) sameHost[p] = p != rank && c->hostIds_[p] == c->hostIds_[rank];
     const std::vector<RouteCandidate> candidates = {{c->intraNode_->transport(), findTransport("shm")},
-                                                    {c->network_.get(), c->networkEntry_}};
+                                                    {c->network_.get(), network}};
     c->transport_ =
         std::make_unique<RoutedTransport>(std::vector<Transport*>{c->intraNode_->transport(), c->network_.get()},
                                           routePeers(rank, sameHost, candidates, MemoryKind::kHost), sameHost);

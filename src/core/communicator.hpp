@@ -27,7 +27,6 @@
 #include "exec/operation.hpp"
 #include "exec/schedule.hpp"
 #include "transport/transport.hpp"
-#include "transport/transport_registry.hpp"
 
 namespace tern {
 
@@ -179,12 +178,11 @@ class Communicator {
   CommOptions options_;
   bool inproc_ = false;
   std::vector<std::string> hostIds_;
-  std::unique_ptr<Transport> control_;            // the TCP mesh when the data network is UCX/ibverbs (liveness)
-  std::unique_ptr<Transport> network_;            // tcp, ucx, ibverbs or inproc: reaches every peer
-  std::unique_ptr<IntraNode> intraNode_;          // same-host fast path, when there is one
-  std::unique_ptr<Transport> transport_;          // what schedules run on (network_, or routed over both)
-  const TransportEntry* networkEntry_ = nullptr;  // network_'s row of the transport registry
-  TcpTransport* mesh_ = nullptr;  // the TCP mesh (network_ or control_), when there is one: failure notices
+  std::unique_ptr<Transport> control_;    // the TCP mesh when the data network is UCX/ibverbs (liveness)
+  std::unique_ptr<Transport> network_;    // tcp, ucx, ibverbs or inproc: reaches every peer
+  std::unique_ptr<IntraNode> intraNode_;  // same-host fast path, when there is one
+  std::unique_ptr<Transport> transport_;  // what schedules run on (network_, or routed over both)
+  TcpTransport* mesh_ = nullptr;          // the TCP mesh (network_ or control_), when there is one: failure notices
   std::atomic<bool> aborted_{false};
 
   std::map<std::string, std::shared_ptr<const Schedule>> scheduleCache_;

@@ -40,6 +40,7 @@ class Run {
       : s_(s),
         b_(b),
         ctx_(ctx),
+        compute_(ctx.compute != nullptr ? *ctx.compute : cpuBackend()),
         n_(s.steps.size()),
         remaining_(n_),
         dependents_(n_),
@@ -121,9 +122,9 @@ class Run {
     for (BufferId id : {BufferId::kInput, BufferId::kOutput, BufferId::kScratch}) {
       const MemoryKind kind = buffer(id).kind;
       if (!used[static_cast<int>(id)]) continue;
-      if (!ctx_.compute->runsOn(kind)) {
+      if (!compute_.runsOn(kind)) {
         throwError(ternInvalidUsage, "rank %d: %s: the %s buffer is %s memory, which the %s compute backend cannot use",
-                   ctx_.rank, ctx_.what, bufferName(id), memoryKindName(kind), ctx_.compute->name());
+                   ctx_.rank, ctx_.what, bufferName(id), memoryKindName(kind), compute_.name());
       }
       if (!ctx_.transport->carries(kind)) {
         throwError(ternInvalidUsage, "rank %d: %s: the %s buffer is %s memory, which the %s transport does not carry",
@@ -160,7 +161,7 @@ class Run {
 
   void runLocal(uint32_t i) {
     const Step& st = s_.steps[i];
-    const ComputeBackend& compute = *ctx_.compute;
+    const ComputeBackend& compute = compute_;
     switch (st.kind) {
       case StepKind::kReduce:
         compute.reduce(ref(st.dst), ref(st.src), ref(st.src2), ctx_.dtype, ctx_.op);
@@ -237,6 +238,7 @@ class Run {
   const Schedule& s_;
   const ExecBuffers& b_;
   const ExecContext& ctx_;
+  const ComputeBackend& compute_;
   size_t n_;
   size_t completed_ = 0;
   std::vector<uint32_t> remaining_;

@@ -33,7 +33,7 @@ struct ExecBuffers {
 
 struct ExecContext {
   Transport* transport = nullptr;
-  const ComputeBackend* compute = &cpuBackend();  // runs the local steps
+  const ComputeBackend* compute = nullptr;  // runs the local steps; nullptr: cpuBackend()
   ternDataType_t dtype = ternFloat32;
   ternRedOp_t op = ternSum;
   int nranks = 1;  // divisor of avg
