@@ -33,8 +33,8 @@ endif()
 
 # How much longer the multi-process test matrices may take in this build: instrumented code runs several times
 # slower (TSan most: every memory access goes through its shadow state), and on a small machine the ranks of one
-# test share its cores. tests/mp and tests/shm scale tern-run's deadline and ctest's timeout by it, and run their
-# 2^20+3-element calls lean (one datatype per element size, every collective and op still covered): at that size a
+# test share its cores. tern_matrix_test (tests/CMakeLists.txt: the tests/mp and tests/shm matrices) scales
+# tern-run's deadline, ctest's timeout and TERN_TIMEOUT by it, and runs their 2^20+3-element calls lean (one datatype per element size, every collective and op still covered): at that size a
 # sanitizer re-checks the same code paths over millions of elements, which costs time and finds nothing the
 # smaller sizes do not.
 if(TERN_SANITIZE MATCHES "thread")

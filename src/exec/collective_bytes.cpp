@@ -14,33 +14,20 @@ size_t furthest(const std::vector<size_t>& counts, const std::vector<size_t>& di
   return end;
 }
 
-}  // namespace
-
-size_t inputBytes(const CollArgs& args, int nranks) {
-  const size_t block = args.count * dataTypeSize(args.dtype);
-  switch (args.coll) {
-    case Collective::kReduceScatter:
-    case Collective::kAlltoAll:
-      return block * static_cast<size_t>(nranks);
-    case Collective::kAlltoAllv:
-      return furthest(args.sendCounts, args.sendDispls) * dataTypeSize(args.dtype);
-    case Collective::kPointToPoint:
-    case Collective::kBarrier:
-    case Collective::kCount:
-      return 0;
-    default:
-      return block;
-  }
-}
-
-size_t outputBytes(const CollArgs& args, int nranks) {
-  const size_t block = args.count * dataTypeSize(args.dtype);
+// The input buffer (input true) or the output buffer of a call.
+size_t bufferBytes(const CollArgs& args, int nranks, bool input) {
+  const size_t esize = dataTypeSize(args.dtype);
+  const size_t block = args.count * esize;
+  const size_t all = block * static_cast<size_t>(nranks);
   switch (args.coll) {
     case Collective::kAllGather:
+      return input ? block : all;
+    case Collective::kReduceScatter:
+      return input ? all : block;
     case Collective::kAlltoAll:
-      return block * static_cast<size_t>(nranks);
+      return all;
     case Collective::kAlltoAllv:
-      return furthest(args.recvCounts, args.recvDispls) * dataTypeSize(args.dtype);
+      return esize * (input ? furthest(args.sendCounts, args.sendDispls) : furthest(args.recvCounts, args.recvDispls));
     case Collective::kPointToPoint:
     case Collective::kBarrier:
     case Collective::kCount:
@@ -49,5 +36,10 @@ size_t outputBytes(const CollArgs& args, int nranks) {
       return block;
   }
 }
+
+}  // namespace
+
+size_t inputBytes(const CollArgs& args, int nranks) { return bufferBytes(args, nranks, true); }
+size_t outputBytes(const CollArgs& args, int nranks) { return bufferBytes(args, nranks, false); }
 
 }  // namespace tern
