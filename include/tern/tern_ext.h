@@ -25,6 +25,14 @@ ternResult_t ternQueryCompressedAlgorithm(ternComm_t comm, const char* collectiv
                                           ternDataType_t datatype, const char* codec, char* name, size_t nameLen,
                                           double* predictedUs);
 
+/** Names the algorithm that ran the last collective comm completed on this rank, as ternQueryAlgorithm names them
+ * ("ring", "rd", "shm_cma", ...; a compressed call's algorithm is followed by its codec spec in parentheses, as in
+ * "compressed_hier (bf16)"; "self" for a one-rank communicator; "p2p" for a group of sends and receives), or ""
+ * before the first. Useful when a choice depends on what the communicator has learned at run time
+ * (TERN_COMPRESS, the network model): it says what actually ran, where ternQueryAlgorithm says what would run now.
+ * name receives at most nameLen bytes including the terminating NUL. */
+ternResult_t ternCommLastAlgorithm(ternComm_t comm, char* name, size_t nameLen);
+
 /** Converts count values between the floating-point types (ternFloat16, ternBfloat16, ternFloat32, ternFloat64)
  * with the library's own rounding (to nearest even; NaN stays NaN), so that values converted by a caller and by a
  * collective agree bit for bit. src and dst must not overlap unless they are the same buffer of the same type.

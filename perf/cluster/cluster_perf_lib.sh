@@ -53,7 +53,7 @@ perf_run() {
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
 o, i = r["out_of_place"], r["in_place"]
-print(r["algorithm"] or "?", o["time_us"], o["busbw"], i["busbw"], o["algbw"], i["time_us"])
+print((r["algorithm"] or "?").replace(" ", ""), o["time_us"], o["busbw"], i["busbw"], o["algbw"], i["time_us"])
 EOF
   ) || return 1
   # shellcheck disable=SC2034  # results for the calling script

@@ -85,6 +85,7 @@ struct Buffer {
 struct Measured {
   double timeUs = 0, algbw = 0, busbw = 0, minUs = 0, maxUs = 0, p99Us = 0;
   long long wrong = 0;
+  std::string algorithm;  // what ran the timed calls (ternCommLastAlgorithm)
 };
 
 // ---- The uncompressed check (-c 1) of one call ----
@@ -447,6 +448,7 @@ class RankRunner {
       if (o_.iterStats) perIter.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count());
     }
     double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / o_.iters;
+    m.algorithm = lastAlgorithm();  // before the timing's own allreduces below replace it
     switch (o_.average) {
       case 0: {
         double v = rank_ == 0 ? us : 0;
@@ -513,6 +515,7 @@ class RankRunner {
         }
         if (leader) {
           printRow(count, op, out, in);
+          printAlgorithmChange(count, out, in);
           records.push_back(record(count, op, algo, predicted, out, in));
         }
         totalWrong += std::max(0LL, out.wrong) + std::max(0LL, in.wrong);
@@ -609,6 +612,23 @@ class RankRunner {
     std::fflush(stdout);
   }
 
+  std::string lastAlgorithm() const {
+    char name[128] = "";
+    if (ternCommLastAlgorithm(comm_, name, sizeof(name)) != ternSuccess || name[0] == '\0') return "?";
+    return name;
+  }
+
+  // The algorithm that ran, as a comment line under the first row of each run of sizes that ran it (the table's
+  // columns stay those of nccl-tests, which other tools parse).
+  void printAlgorithmChange(size_t count, const Measured& out, const Measured& in) {
+    std::string ran =
+        out.algorithm == in.algorithm ? out.algorithm : "out of place " + out.algorithm + ", in place " + in.algorithm;
+    if (ran == lastPrintedAlgorithm_) return;
+    std::printf("#  %zu B and up: %s\n", count * typeSize(o_.dtype), ran.c_str());
+    std::fflush(stdout);
+    lastPrintedAlgorithm_ = ran;
+  }
+
   nlohmann::json record(size_t count, ternRedOp_t op, const char* algo, double predicted, const Measured& out,
                         const Measured& in) {
     auto one = [&](const Measured& m) {
@@ -625,7 +645,8 @@ class RankRunner {
             {"type", typeName(o_.dtype)},
             {"redop", spec_.hasOp ? opName(op) : "none"},
             {"root", spec_.hasRoot ? o_.root : -1},
-            {"algorithm", o_.algo.empty() ? algo : o_.algo},
+            {"algorithm", out.algorithm},
+            {"predicted_algorithm", o_.algo.empty() ? algo : o_.algo},
             {"predicted_us", predicted},
             {"out_of_place", one(out)},
             {"in_place", one(in)}};
@@ -635,6 +656,7 @@ class RankRunner {
   const PerfOptions& o_;
   ternComm_t comm_;
   int n_ = 1, rank_ = 0;
+  std::string lastPrintedAlgorithm_;
   Buffer sendBuf_, recvBuf_;
   int nodes_ = 1;
 };

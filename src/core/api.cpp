@@ -768,6 +768,16 @@ TERN_API ternResult_t ternQueryCompressedAlgorithm(ternComm_t comm, const char* 
   });
 }
 
+TERN_API ternResult_t ternCommLastAlgorithm(ternComm_t comm, char* name, size_t nameLen) {
+  return guarded([&] {
+    const CommRef ref = acquireComm(comm, "ternCommLastAlgorithm");
+    if (name == nullptr || nameLen == 0)
+      throwError(ternInvalidArgument, "ternCommLastAlgorithm: name is NULL or empty");
+    std::snprintf(name, nameLen, "%s", ref->lastAlgorithm().c_str());
+    return ternSuccess;
+  });
+}
+
 TERN_API ternResult_t ternConvert(const void* src, ternDataType_t srcType, void* dst, ternDataType_t dstType,
                                   size_t count) {
   return guarded([&] {

@@ -40,16 +40,6 @@ constexpr size_t kChoiceCacheEntries = 1024;
 
 bool isFatal(ternResult_t code) { return code != ternInvalidArgument; }
 
-std::string cacheKey(const CollArgs& a, const std::string& algo) {
-  std::string k = format("%d/%zu/%d/%d/%d/%d/%s", static_cast<int>(a.coll), a.count, a.dtype, a.op, a.root,
-                         a.inPlace ? 1 : 0, algo.c_str());
-  for (const auto* v : {&a.sendCounts, &a.sendDispls, &a.recvCounts, &a.recvDispls}) {
-    k += '|';
-    for (size_t x : *v) k += std::to_string(x) + ',';
-  }
-  return k;
-}
-
 // Host index of every rank (BuildOptions::hostOf): ranks with the same host id share one; empty on one host.
 std::vector<int> hostIndexOf(const std::vector<std::string>& hostIds) {
   std::map<std::string, int> hostIndex;
@@ -556,12 +546,27 @@ bool Communicator::compressHierFor(const CollArgs& args, const compress::Codec& 
   return planner->estimateCompressed(args.coll, bytes, codec.spec()).algorithm == "compressed_hier";
 }
 
+Communicator::ScheduleKey Communicator::scheduleKey(const CollArgs& a, std::string algorithm) {
+  return {a.coll,       a.count,      a.dtype,      a.op,        a.root, a.inPlace, std::move(algorithm),
+          a.sendCounts, a.sendDispls, a.recvCounts, a.recvDispls};
+}
+
+void Communicator::noteAlgorithm(std::string_view name) {
+  std::lock_guard<std::mutex> lock(lastAlgorithmMutex_);
+  lastAlgorithm_.assign(name);
+}
+
+std::string Communicator::lastAlgorithm() const {
+  std::lock_guard<std::mutex> lock(lastAlgorithmMutex_);
+  return lastAlgorithm_;
+}
+
 std::shared_ptr<const Schedule> Communicator::scheduleFor(const CollArgs& args, std::string* algorithm) {
   // A schedule algorithm: when the direct path won, runCollective tried it first and it declined this call.
   const Choice chosen = choose(args);
   std::string algo = chosen.direct ? chooseAlgorithm(args, choiceContext(), algoOverride_).name : chosen.name;
   if (algorithm != nullptr) *algorithm = algo;
-  std::string key = cacheKey(args, algo);
+  ScheduleKey key = scheduleKey(args, algo);
   auto it = scheduleCache_.find(key);
   if (it != scheduleCache_.end()) return it->second;
   BuildOptions bo;
@@ -574,7 +579,7 @@ std::shared_ptr<const Schedule> Communicator::scheduleFor(const CollArgs& args, 
            collectiveName(args.coll), args.count, dataTypeName(args.dtype), algo.c_str(), schedule->steps.size(),
            schedule->scratchBytes);
   if (scheduleCache_.size() > 512) scheduleCache_.clear();
-  scheduleCache_.emplace(key, schedule);
+  scheduleCache_.emplace(std::move(key), schedule);
   return schedule;
 }
 
@@ -691,7 +696,7 @@ void Communicator::recordTimedCall(const CollArgs& args, const std::string& algo
 
 void Communicator::runCompressed(Operation& op) {
   Compressor& c = *op.compressor;
-  std::string key = cacheKey(op.args, std::string("compressed/") + c.codec->spec());
+  ScheduleKey key = scheduleKey(op.args, "compressed/" + c.codec->spec());
   auto it = scheduleCache_.find(key);
   std::shared_ptr<const Schedule> schedule;
   if (it != scheduleCache_.end()) {
@@ -704,9 +709,10 @@ void Communicator::runCompressed(Operation& op) {
     TERN_LOG(kInfo, kCompress, rank_, "%s count %zu: %s with %s", collectiveName(op.args.coll), op.args.count,
              schedule->algorithm.c_str(), c.codec->spec().c_str());
     if (scheduleCache_.size() > 512) scheduleCache_.clear();
-    scheduleCache_.emplace(key, schedule);
+    scheduleCache_.emplace(std::move(key), schedule);
   }
   if (op.args.coll == Collective::kAllReduce && c.server.size() != c.count) c.server.resize(c.count);
+  noteAlgorithm(schedule->algorithm + " (" + c.codec->spec() + ")");
   ExecContext ctx;
   ctx.transport = &active();
   ctx.dtype = ternFloat32;  // accumulation type of decoded payloads
@@ -734,6 +740,7 @@ void Communicator::runCollective(Operation& op) {
   }
   // One rank: every collective but AlltoAllv is "output = input" (an average of one value is the value).
   if (nranks_ == 1 && op.args.coll != Collective::kAlltoAllv) {
+    noteAlgorithm("self");
     const size_t bytes = op.args.count * dataTypeSize(op.args.dtype);
     if (op.args.coll != Collective::kBarrier && bytes > 0 && op.output != nullptr && op.output != op.input) {
       std::memmove(op.output, op.input, bytes);
@@ -749,9 +756,15 @@ void Communicator::runCollective(Operation& op) {
   ctx.deadline = coarseNow() + std::chrono::milliseconds(options_.timeoutMs);
   ctx.abortFlag = &aborted_;
   ctx.what = collectiveName(op.args.coll);
-  if (intraNode_ && runsDirect(op.args) && intraNode_->tryRun(op, ctx)) return;
+  if (intraNode_ && runsDirect(op.args)) {
+    if (const char* direct = intraNode_->tryRun(op, ctx)) {
+      noteAlgorithm(direct);
+      return;
+    }
+  }
   std::string algorithm;
   std::shared_ptr<const Schedule> schedule = scheduleFor(op.args, &algorithm);
+  noteAlgorithm(algorithm);
   const ExecBuffers buffers = buffersOf(op, *schedule);
   const bool timed = learning_.wants(op.args, multiHost_);
   const auto start = timed ? Clock::now() : Clock::time_point{};
@@ -769,6 +782,7 @@ ExecBuffers Communicator::buffersOf(const Operation& op, const Schedule& schedul
 }
 
 void Communicator::runPointToPoint(Operation& op) {
+  noteAlgorithm("p2p");
   // Sends and receives to/from self pair up in order, by copy; everything else goes to the transport at once, so
   // a group that sends to and receives from the same peer cannot deadlock.
   std::vector<Transfer> transfers(op.transfers.size());

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -122,6 +123,8 @@ class Communicator {
   double predictSeconds(const CollArgs& args, const Choice& choice);
   // The compressed algorithm for args with a codec spec, and its predicted seconds (0 when not priced).
   std::string compressedAlgorithmFor(const CollArgs& args, const std::string& codecSpec, double* seconds);
+  // The algorithm that ran the last collective this rank completed (ternCommLastAlgorithm); "" before the first.
+  std::string lastAlgorithm() const;
 
  private:
   Communicator(int rank, int nranks, const CommOptions& opts);
@@ -185,7 +188,24 @@ class Communicator {
   TcpTransport* mesh_ = nullptr;          // the TCP mesh (network_ or control_), when there is one: failure notices
   std::atomic<bool> aborted_{false};
 
-  std::map<std::string, std::shared_ptr<const Schedule>> scheduleCache_;
+  // What a built schedule depends on: the call's shape and the algorithm that runs it (for compressed calls,
+  // "compressed/" and the codec's spec). Compared field by field, so a call finds its schedule without formatting.
+  struct ScheduleKey {
+    Collective coll;
+    size_t count;
+    ternDataType_t dtype;
+    ternRedOp_t op;
+    int root;
+    bool inPlace;
+    std::string algorithm;
+    std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+    auto operator<=>(const ScheduleKey&) const = default;
+  };
+  static ScheduleKey scheduleKey(const CollArgs& args, std::string algorithm);
+  void noteAlgorithm(std::string_view name);
+  mutable std::mutex lastAlgorithmMutex_;  // the call runs on the worker thread, the question comes from the user's
+  std::string lastAlgorithm_;
+  std::map<ScheduleKey, std::shared_ptr<const Schedule>> scheduleCache_;
   std::unique_ptr<char[], void (*)(void*)> scratch_{nullptr, nullptr};
   size_t scratchBytes_ = 0;
 

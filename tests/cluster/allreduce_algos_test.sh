@@ -41,7 +41,7 @@ algo=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["results
 nodes=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["nodes"])' "$json")
 rm -f "$json"
 [[ "$nodes" == 2 ]] || fail "the perf JSON of 2 nodes x 2 ranks says nodes=$nodes (ternCommHostCount)"
-[[ "$algo" == compressed_hier ]] || fail "-Z bf16 at 4 MiB on 2 nodes x 2 ranks ran $algo, expected compressed_hier"
+[[ "$algo" == "compressed_hier (bf16)" ]] || fail "-Z bf16 at 4 MiB on 2 nodes x 2 ranks ran $algo, expected compressed_hier"
 echo "== -Z bf16 automatic form: $algo"
 launch -p 2 --timeout 100 -- "$BIN/all_reduce_perf" -b 4K -e 4M -f 32 -n 2 -w 1 -c 1 -Z sign ||
   fail "-Z sign exited non-zero"

@@ -45,6 +45,10 @@
 #                                 -x NAME=VALUE   extra environment for every rank (repeatable)
 #                                 --timeout S tern-run --timeout (default 600)
 #                                 --tern-run PATH (default $TNC_TERN_RUN, else tern-run in PATH)
+#                                 --pin       give node i its own share of the machine's CPUs (taskset; CPUs
+#                                             i*k..i*k+k-1 with k = max(1, CPUs / NODES), wrapping around),
+#                                             the way real nodes each have their own; without it the ranks of
+#                                             all nodes float over every CPU (tnc_cpus_of NODE prints the share)
 #                                 --rt PRIO   run the job's processes SCHED_FIFO at PRIO (chrt -f): a simulated
 #                                             node has no CPUs of its own, and on a loaded machine each wake-up
 #                                             of a rank otherwise waits for other processes' time slices (a 64 MiB
@@ -316,10 +320,27 @@ tnc_info() {
 
 tnc__random_secret() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
 
+# tnc_cpus_of NODE : node NODE's share of the CPUs under tnc_launch --pin, as a taskset list.
+tnc_cpus_of() {
+  local cpus k n i first
+  mapfile -t cpus < <(taskset -pc $$ | sed 's/.*: *//' | tr ',' '\n' |
+    awk -F- '{ if (NF == 2) for (c = $1; c <= $2; c++) print c; else print $1 }')
+  n=${#cpus[@]}
+  k=$((n / TNC_NODES))
+  ((k >= 1)) || k=1
+  first=$((($1 * k) % n))
+  local share=("${cpus[@]:first:k}")
+  (IFS=,; echo "${share[*]}")
+}
+
 tnc_launch() {
-  local per_node=1 order=block timeout=600 tern_run=${TNC_TERN_RUN:-} extra=() rt=()
+  local per_node=1 order=block timeout=600 tern_run=${TNC_TERN_RUN:-} extra=() rt=() pin=0
   while (($#)); do
     case "$1" in
+      --pin)
+        pin=1
+        shift
+        ;;
       -p)
         per_node=$2
         shift 2
@@ -381,7 +402,9 @@ tnc_launch() {
       placement=(--rank-offset "$i" --rank-stride "$TNC_NODES")
     fi
     tnc__prefix "$i"
-    "${prefix[@]}" "${rt[@]}" "$tern_run" -n "$per_node" "${placement[@]}" "${common[@]}" -- "$@" &
+    local cpuset=()
+    ((pin)) && cpuset=(taskset -c "$(tnc_cpus_of "$i")")
+    "${prefix[@]}" "${cpuset[@]}" "${rt[@]}" "$tern_run" -n "$per_node" "${placement[@]}" "${common[@]}" -- "$@" &
     pids+=($!)
   done
   tnc_wait_nodes "tern-run" "${pids[@]}"

@@ -48,10 +48,22 @@ check_run() {
     local rows bad
     rows=$(awk '$1 ~ /^[0-9]+$/ && NF == 13' "$log" | wc -l)
     bad=$(awk '$1 ~ /^[0-9]+$/ && NF == 13 && ($9 != "0" || $13 != "0")' "$log" | wc -l)
+    # With -A ALGO every size must say it ran ALGO (the "#  SIZE B and up: NAME" lines, ternCommLastAlgorithm).
+    local forced="" arg prev="" ran others
+    for arg in "$@"; do
+      [[ $prev == -A ]] && forced=$arg
+      prev=$arg
+    done
+    ran=$(grep -cE '^#  [0-9]+ B and up: ' "$log" || true)
+    others=$(grep -E '^#  [0-9]+ B and up: ' "$log" | grep -vcE ": $forced\$" || true)
     if [[ $rows == 0 ]]; then
       why="no result rows"
     elif [[ $bad != 0 ]]; then
       why="$bad rows with #wrong != 0"
+    elif [[ $ran == 0 ]]; then
+      why="no '#  SIZE B and up: ALGORITHM' line"
+    elif [[ -n $forced && $others != 0 ]]; then
+      why="-A $forced, but the table says another algorithm ran"
     fi
   fi
   if [[ -n $why ]]; then
@@ -73,7 +85,7 @@ for ranks in 2 3; do
   done
 done
 
-# Every catalogue algorithm forced (-A), with 1000-byte pipeline chunks so that chunking and pipelining take part
+# Every catalogue algorithm forced (-A; every size must report that it ran it), with 1000-byte pipeline chunks so that chunking and pipelining take part
 # at these sizes (up to 17 chunks, the last one short): an integer, a half and a float type (odd counts for int8
 # at every size).
 SIZES=(-b 7 -e 20000 -f 7)

@@ -24,8 +24,8 @@
 #include "transport/shm/intra_node_setup.hpp"
 #include "transport/shm/mesh.hpp"
 #include "transport/shm/shm_transport.hpp"
-#include "transport/shm/spin_policy.hpp"
 #include "transport/shm/watchdog.hpp"
+#include "transport/spin_policy.hpp"
 
 namespace tern {
 namespace {
@@ -74,7 +74,7 @@ class OwnedShmTransport : public Transport {
     mesh_ = shm::Mesh::create(setup);
     if (!mesh_) throw Error(ternInternalError, "shm: no shared-memory mesh between ranks of one process");
     dog_ = std::make_unique<shm::Watchdog>(mesh_.get(), s.tcp, s.timeoutMs);
-    spin_ = shm::chooseSpinPolicy(mesh_->localRanks());
+    spin_ = chooseSpinPolicy(mesh_->localRanks());
     shm_ = std::make_unique<shm::ShmTransport>(mesh_.get(), dog_.get(), spin_);
   }
   ~OwnedShmTransport() override {  // the transport, then its watchdog, then the segments they point into
@@ -96,7 +96,7 @@ class OwnedShmTransport : public Transport {
  private:
   std::unique_ptr<shm::Mesh> mesh_;
   std::unique_ptr<shm::Watchdog> dog_;
-  shm::SpinPolicy spin_;
+  SpinPolicy spin_;
   std::unique_ptr<shm::ShmTransport> shm_;
 };
 

@@ -299,6 +299,48 @@ TEST(Api, QueryAlgorithmNamesWhatRuns) {
   });
 }
 
+TEST(Api, LastAlgorithmNamesWhatRan) {
+  runOnRanks(2, Wire::kInproc, [](ternComm_t comm, int rank) {
+    char name[64] = "x";
+    ASSERT_EQ(ternCommLastAlgorithm(comm, name, sizeof(name)), ternSuccess);
+    EXPECT_STREQ(name, "") << "before any collective";
+    EXPECT_EQ(ternCommLastAlgorithm(comm, nullptr, 8), ternInvalidArgument);
+    EXPECT_EQ(ternCommLastAlgorithm(comm, name, 0), ternInvalidArgument);
+
+    const size_t count = 1 << 18;
+    std::vector<float> in(count, 1.0f), out(count);
+    char expected[64] = "";
+    ASSERT_EQ(ternQueryAlgorithm(comm, "allreduce", count, ternFloat32, expected, sizeof(expected), nullptr),
+              ternSuccess);
+    ASSERT_EQ(ternAllReduce(in.data(), out.data(), count, ternFloat32, ternSum, comm), ternSuccess);
+    ASSERT_EQ(ternCommLastAlgorithm(comm, name, sizeof(name)), ternSuccess);
+    EXPECT_STREQ(name, expected);
+    ASSERT_EQ(ternAllGather(in.data(), out.data(), 16, ternFloat32, comm), ternSuccess);
+    ASSERT_EQ(ternQueryAlgorithm(comm, "allgather", 16, ternFloat32, expected, sizeof(expected), nullptr), ternSuccess);
+    ASSERT_EQ(ternCommLastAlgorithm(comm, name, sizeof(name)), ternSuccess);
+    EXPECT_STREQ(name, expected);
+
+    ternCompressor_t sign = nullptr;
+    ASSERT_EQ(ternCompressorCreate("sign", nullptr, count, ternFloat32, &sign), ternSuccess);
+    ASSERT_EQ(ternAllReduceCompressed(in.data(), out.data(), count, ternFloat32, ternSum, sign, comm), ternSuccess);
+    ASSERT_EQ(ternCommLastAlgorithm(comm, name, sizeof(name)), ternSuccess);
+    EXPECT_STREQ(name, "compressed_2phase (sign)");
+    ternCompressorDestroy(sign);
+
+    const int peer = 1 - rank;
+    ASSERT_EQ(ternGroupStart(), ternSuccess);
+    ASSERT_EQ(ternSend(in.data(), 8, ternFloat32, peer, comm), ternSuccess);
+    ASSERT_EQ(ternRecv(out.data(), 8, ternFloat32, peer, comm), ternSuccess);
+    ASSERT_EQ(ternGroupEnd(), ternSuccess);
+    ASSERT_EQ(ternCommLastAlgorithm(comm, name, sizeof(name)), ternSuccess);
+    EXPECT_STREQ(name, "p2p");
+
+    char small[4] = "";
+    ASSERT_EQ(ternCommLastAlgorithm(comm, small, sizeof(small)), ternSuccess);
+    EXPECT_STREQ(small, "p2p");
+  });
+}
+
 TEST(Api, ConvertRoundsLikeTheCoreAndRefusesOtherTypes) {
   const std::vector<float> in = {1.0f, -2.5f, 65504.0f, 1e-8f, 3.14159265f, 70000.0f};
   std::vector<uint16_t> half(in.size()), bf(in.size());

@@ -218,9 +218,10 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op, const ShmPlan
   }
 }
 
-void DirectCollectives::run(Operation& op, const ExecContext& ctx, const ShmPlan& plan) {
+ShmAlgorithm DirectCollectives::run(Operation& op, const ExecContext& ctx, const ShmPlan& plan) {
   DirectCall& c = call_;  // reused: its vectors keep their capacity, so a call allocates nothing
   c.entered = c.exposed = false;
+  ran_ = plan.algo;
   try {
     runCall(op, ctx, plan);
   } catch (...) {
@@ -228,6 +229,7 @@ void DirectCollectives::run(Operation& op, const ExecContext& ctx, const ShmPlan
     if (c.entered) c.leaveAfterError();
     throw;
   }
+  return ran_;
 }
 
 void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const ShmPlan& plan) {
@@ -253,11 +255,11 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
     forms.forced = plan.forced ? plan.algo : ShmAlgorithm::kNone;
     forms.allowCma = plan.allowCma;
     forms.allowMapped = plan.allowMapped && gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto;
-    noteRun(directAlltoAll(c, forms, chunkSeq_));
+    noteRun(ran_ = directAlltoAll(c, forms, chunkSeq_));
     return;
   }
   if (plan.algo == ShmAlgorithm::kSmall) {
-    noteRun(ShmAlgorithm::kSmall);
+    noteRun(ran_ = ShmAlgorithm::kSmall);
     smallCollective(c, ++smallSeq_);
     return;
   }
@@ -293,9 +295,10 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
     c.releaseDone = c.chunkBase + c.chunks;
   }
   chunkSeq_ += c.chunks;
-  noteRun(c.cma                                                                 ? ShmAlgorithm::kCma
-          : a.coll == Collective::kAllReduce && c.allMapped && plan.allowMapped ? ShmAlgorithm::kMapped
-                                                                                : ShmAlgorithm::kPipelined);
+  ran_ = c.cma                                                                 ? ShmAlgorithm::kCma
+         : a.coll == Collective::kAllReduce && c.allMapped && plan.allowMapped ? ShmAlgorithm::kMapped
+                                                                               : ShmAlgorithm::kPipelined;
+  noteRun(ran_);
   switch (a.coll) {
     case Collective::kAllReduce:
       if (c.cma) {

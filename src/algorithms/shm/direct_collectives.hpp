@@ -62,9 +62,10 @@ class DirectCollectives {
  public:
   DirectCollectives(Mesh* mesh, Watchdog* dog, const SpinPolicy& spin);
 
-  // Runs op with plan (plan.algo != kNone, and shmApplies to op.args). Throws tern::Error on failure, and
-  // ternInvalidUsage on every rank when a forced one-pass form cannot run these buffers.
-  void run(Operation& op, const ExecContext& ctx, const ShmPlan& plan);
+  // Runs op with plan (plan.algo != kNone, and shmApplies to op.args) and returns the form that ran (the plan's, or
+  // what a pipelined plan settled on for these buffers). Throws tern::Error on failure, and ternInvalidUsage on
+  // every rank when a forced one-pass form cannot run these buffers.
+  ShmAlgorithm run(Operation& op, const ExecContext& ctx, const ShmPlan& plan);
 
   // The algorithm plan leads to for args with ordinary (not ternMemAlloc) buffers on this mesh: what
   // ternQueryAlgorithm reports. Registered buffers may take the mapped form instead.
@@ -85,6 +86,7 @@ class DirectCollectives {
   uint32_t smallSeq_ = 0;
   uint32_t callSeq_ = 0;
   uint32_t chunkSeq_ = 0;
+  ShmAlgorithm ran_ = ShmAlgorithm::kNone;  // the form the current (or last) call runs
   std::unique_ptr<char[]> tmp_;
   std::unique_ptr<char[]> cmaBuf_;  // pieces read from peers by the CMA allreduce (kStageSlotBytes)
   PeerMappings mappings_;

@@ -12,8 +12,8 @@
 #include "base/log.hpp"
 #include "transport/shm/mesh.hpp"
 #include "transport/shm/shm_transport.hpp"
-#include "transport/shm/spin_policy.hpp"
 #include "transport/shm/watchdog.hpp"
+#include "transport/spin_policy.hpp"
 
 namespace tern {
 
@@ -25,17 +25,16 @@ class ShmIntraNode : public IntraNode {
                const std::function<shm::ShmAlgorithmCost()>& cost)
       : mesh_(std::move(mesh)),
         dog_(mesh_.get(), setup.tcp, setup.timeoutMs),
-        spin_(shm::chooseSpinPolicy(mesh_->localRanks())),
+        spin_(chooseSpinPolicy(mesh_->localRanks())),
         transport_(mesh_.get(), &dog_, spin_),
         direct_(mesh_.get(), &dog_, spin_),
         algoOverride_(AlgoOverride::parse(algo)),
         params_(cost()) {}
 
-  bool tryRun(Operation& op, const ExecContext& ctx) override {
+  const char* tryRun(Operation& op, const ExecContext& ctx) override {
     const shm::ShmPlan p = plan(op.args);
-    if (p.algo == shm::ShmAlgorithm::kNone) return false;
-    direct_.run(op, ctx, p);
-    return true;
+    if (p.algo == shm::ShmAlgorithm::kNone) return nullptr;
+    return shm::shmAlgorithmName(direct_.run(op, ctx, p));
   }
 
   Transport* transport() override { return &transport_; }
@@ -84,7 +83,7 @@ class ShmIntraNode : public IntraNode {
 
   std::unique_ptr<shm::Mesh> mesh_;
   shm::Watchdog dog_;
-  shm::SpinPolicy spin_;
+  SpinPolicy spin_;
   shm::ShmTransport transport_;
   shm::DirectCollectives direct_;
   AlgoOverride algoOverride_;

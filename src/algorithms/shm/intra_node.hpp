@@ -22,8 +22,9 @@ class IntraNode {
   virtual ~IntraNode() = default;
 
   // Runs op with a direct shared-memory algorithm when it applies (e.g. every rank of the communicator is on this
-  // host and the collective/size is one it handles); returns false to let the schedule path run it.
-  virtual bool tryRun(Operation& op, const ExecContext& ctx) = 0;
+  // host and the collective/size is one it handles) and returns the algorithm's name (static storage); returns
+  // nullptr to let the schedule path run it.
+  virtual const char* tryRun(Operation& op, const ExecContext& ctx) = 0;
 
   // Transport for point-to-point traffic with same-host peers (FIFO semantics of transport.hpp), or nullptr.
   virtual Transport* transport() = 0;

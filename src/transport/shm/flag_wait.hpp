@@ -2,7 +2,7 @@
 // aborts and the peer's liveness every few milliseconds of sleep. Never spins unboundedly and never hangs.
 //
 // Why spin at all: on this class of machine (virtual CPUs) a futex sleep is cheap, but the wake-up is not: an idle
-// vCPU halts, and waking it costs the host a VM exit and entry (numbers in spin_policy.cpp). But spinning steals the
+// vCPU halts, and waking it costs the host a VM exit and entry (transport/spin_policy.hpp). But spinning steals the
 // CPU from the very peer we wait for when both run on one CPU, which happens whenever ranks outnumber CPUs and also,
 // without CPU binding, whenever the scheduler keeps two ranks that hand work back and forth on one CPU (futex wake-ups
 // pull the wakee to the waker's CPU). So:
@@ -12,35 +12,15 @@
 //     or slow), doubled when it succeeds, between SpinPolicy's floor and ceiling.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
 #include "base/socket.hpp"
 #include "transport/shm/futex.hpp"
 #include "transport/shm/watchdog.hpp"
+#include "transport/spin_policy.hpp"
 
 namespace tern::shm {
-
-struct SpinPolicy {
-  int64_t maxSpinNs = 0;  // ceiling of the adaptive busy-poll budget (0: never spin)
-  int64_t minSpinNs = 0;  // floor it adapts down to, so that it can notice when spinning pays again
-  int yields = 0;         // sched_yield() rounds before sleeping when the peer shares our CPU
-};
-
-// The adaptive budget: one per communicator side (collectives, transport), used by one thread at a time.
-class SpinBudget {
- public:
-  explicit SpinBudget(const SpinPolicy& p) : policy_(p), budgetNs_(p.maxSpinNs) {}
-  const SpinPolicy& policy() const { return policy_; }
-  int64_t ns() const { return budgetNs_; }
-  void succeeded() { budgetNs_ = std::min(policy_.maxSpinNs, budgetNs_ * 2 + 1000); }
-  void failed() { budgetNs_ = std::max(policy_.minSpinNs, budgetNs_ / 2); }
-
- private:
-  SpinPolicy policy_;
-  int64_t budgetNs_;
-};
 
 // The CPU this thread runs on now (cheap: glibc reads it from the restartable-sequences area).
 int currentCpu();

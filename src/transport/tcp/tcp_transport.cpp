@@ -373,6 +373,7 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(int rank, int nranks, Bootst
     t->sameHost_[p] = boot.peers[p].hostId == boot.peers[rank].hostId;
     for (int s = 0; s < socketsPerPeer; ++s) t->channels_[p][s].peer = p;
   }
+  t->spin_ = SpinBudget(chooseSpinPolicy(static_cast<int>(std::count(t->sameHost_.begin(), t->sameHost_.end(), true))));
   // The control connection is the last socket index of each pair, made by the same authenticated handshake.
   const int connections = socketsPerPeer + (nranks >= 3 ? 1 : 0);
   std::vector<std::vector<int>> fds(nranks, std::vector<int>(connections, -1));
@@ -480,6 +481,7 @@ int TcpTransport::driveSends(Channel& c) {
       connectionLost(c, "send", errno);
     }
     size_t s = static_cast<size_t>(sent);
+    bytesMoved_ += s;
     size_t h = std::min(s, sizeof(Header) - p.headerDone);
     p.headerDone += h;
     p.done += s - h;
@@ -501,14 +503,25 @@ int TcpTransport::driveRecvs(Channel& c) {
   while (!c.recvs.empty()) {
     Part& p = c.recvs.front();
     if (p.headerDone < sizeof(Header)) {
-      char* buf = reinterpret_cast<char*>(&p.received);
-      ssize_t n = ::recv(c.fd, buf + p.headerDone, sizeof(Header) - p.headerDone, MSG_DONTWAIT);
+      // The header and whatever of the payload has arrived, in one call (a small message is one receive): the
+      // payload's size is our own call's, and a header that does not match it fails the stream whatever was read
+      // along with it.
+      iovec iov[2] = {{reinterpret_cast<char*>(&p.received) + p.headerDone, sizeof(Header) - p.headerDone},
+                      {p.data, p.bytes}};
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = p.bytes > 0 ? 2 : 1;
+      ssize_t n = ::recvmsg(c.fd, &msg, MSG_DONTWAIT);
       if (n == 0) connectionLost(c, "receive", 0);
       if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
         connectionLost(c, "receive", errno);
       }
-      p.headerDone += static_cast<size_t>(n);
+      const size_t got = static_cast<size_t>(n);
+      bytesMoved_ += got;
+      const size_t header = std::min(got, sizeof(Header) - p.headerDone);
+      p.headerDone += header;
+      p.done += got - header;
       if (p.headerDone < sizeof(Header)) break;
       checkHeader(c, p);
     }
@@ -519,6 +532,7 @@ int TcpTransport::driveRecvs(Channel& c) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return completed;
         connectionLost(c, "receive", errno);
       }
+      bytesMoved_ += static_cast<size_t>(n);
       p.done += static_cast<size_t>(n);
     }
     if (--p.owner->pendingParts == 0) {
@@ -575,6 +589,8 @@ int TcpTransport::progressOnce(int waitMs) {
     }
   }
   if (completed > 0 || waitMs <= 0) return completed;
+  completed = spinForCompletion(waitMs);
+  if (completed > 0) return completed;
 
   // Nothing finished: sleep until a socket we need becomes ready (or abort wakes us).
   std::vector<pollfd> fds;
@@ -615,6 +631,46 @@ int TcpTransport::progressOnce(int waitMs) {
     if (fds[i].revents != 0) completed += drive(*owners[i]);
   }
   return completed;
+}
+
+// Before progressOnce sleeps in poll(), it keeps driving the sockets that have work for as long as bytes keep
+// moving, and for up to the adaptive spin budget (transport/spin_policy.hpp) after the last byte moved: a small
+// message from a peer that is already running arrives within microseconds, and a large one streams in, while
+// waking from poll() costs a sleeping vCPU's wake-up, several times a small message's own latency. Each round is
+// one non-blocking send or receive per busy socket, so a spin never holds anything the peer needs; it ends by
+// waitMs at the latest, like the sleep it replaces.
+int TcpTransport::spinForCompletion(int waitMs) {
+  const auto budget = std::chrono::nanoseconds(spin_.ns());
+  if (budget.count() <= 0) return 0;
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point end = start + std::chrono::milliseconds(waitMs);
+  Clock::time_point idleUntil = start + budget;
+  uint64_t moved = bytesMoved_;
+  for (;;) {
+    int completed = 0;
+    bool busy = false;
+    for (auto& peer : channels_) {
+      for (auto& c : peer) {
+        if (c.fd < 0 || (c.sends.empty() && c.recvs.empty())) continue;
+        busy = true;
+        completed += drive(c);
+      }
+    }
+    if (!busy) return completed;
+    if (completed > 0) {
+      spin_.succeeded();
+      return completed;
+    }
+    if (abortSignal_.raised() || noticed_.load(std::memory_order_acquire)) return 0;
+    const Clock::time_point now = Clock::now();
+    if (bytesMoved_ != moved) {
+      moved = bytesMoved_;
+      idleUntil = now + budget;
+    }
+    if (now >= idleUntil || now >= end) break;
+  }
+  spin_.failed();
+  return 0;
 }
 
 bool TcpTransport::hasPending() const {

@@ -25,6 +25,7 @@
 #include "base/error.hpp"
 #include "transport/abort_signal.hpp"
 #include "transport/bootstrap.hpp"
+#include "transport/spin_policy.hpp"
 #include "transport/transport.hpp"
 
 namespace tern {
@@ -114,6 +115,7 @@ class TcpTransport : public Transport {
   TcpTransport(int rank, int nranks, int socketsPerPeer);
   void post(int peer, char* data, size_t bytes, Transfer* transfer, bool isSend);
   int progressOnce(int waitMs);
+  int spinForCompletion(int waitMs);
   int drive(Channel& c);
   int driveSends(Channel& c);
   int driveRecvs(Channel& c);
@@ -150,6 +152,9 @@ class TcpTransport : public Transport {
   std::vector<uint64_t> recvSequence_;
   std::vector<std::string> peerAddress_;
   std::vector<bool> sameHost_;
+  // How long progress() busy-polls the sockets before it sleeps in poll() (spinForCompletion).
+  SpinBudget spin_{SpinPolicy{}};
+  uint64_t bytesMoved_ = 0;  // every byte sent or received, so that a spin can tell a stream from a silence
   AbortSignal abortSignal_;
   // The first error progress() threw (a size mismatch, a lost connection): every later call throws it again, since
   // the streams it came from are out of step or gone.

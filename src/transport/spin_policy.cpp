@@ -1,11 +1,11 @@
-#include "transport/shm/spin_policy.hpp"
+#include "transport/spin_policy.hpp"
 
 #include <sched.h>
 #include <unistd.h>
 
 #include <thread>
 
-namespace tern::shm {
+namespace tern {
 
 namespace {
 
@@ -56,4 +56,4 @@ SpinPolicy chooseSpinPolicy(int localRanks) {
   return p;
 }
 
-}  // namespace tern::shm
+}  // namespace tern

@@ -1,0 +1,39 @@
+// How long a rank's waits on its peers busy-poll before they sleep, chosen once per communicator from the number of
+// ranks on this host and the CPUs this process may run on. The shared-memory flag waits (shm/flag_wait.hpp) and the
+// TCP transport's progress (tcp/tcp_transport.cpp) both use it.
+//
+// Why spin at all: on virtual CPUs a sleep is cheap but the wake-up is not: an idle vCPU halts, and waking it costs
+// the host a VM exit and entry, far more than a same-host message takes to arrive. Spinning only ever happens in the
+// rank's own waiting thread, for a bounded and adaptive time: halved when a spin ends without what it waited for
+// (the peer was preempted or slow), doubled when it succeeds, between the policy's floor and ceiling.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace tern {
+
+struct SpinPolicy {
+  int64_t maxSpinNs = 0;  // ceiling of the adaptive busy-poll budget (0: never spin)
+  int64_t minSpinNs = 0;  // floor it adapts down to, so that it can notice when spinning pays again
+  int yields = 0;         // sched_yield() rounds before sleeping when the peer shares our CPU (shared memory only)
+};
+
+// The adaptive budget: one per communicator side (collectives, transport), used by one thread at a time.
+class SpinBudget {
+ public:
+  explicit SpinBudget(const SpinPolicy& p) : policy_(p), budgetNs_(p.maxSpinNs) {}
+  const SpinPolicy& policy() const { return policy_; }
+  int64_t ns() const { return budgetNs_; }
+  void succeeded() { budgetNs_ = std::min(policy_.maxSpinNs, budgetNs_ * 2 + 1000); }
+  void failed() { budgetNs_ = std::max(policy_.minSpinNs, budgetNs_ / 2); }
+
+ private:
+  SpinPolicy policy_;
+  int64_t budgetNs_;
+};
+
+// localRanks: the ranks of this communicator on this host, this one included.
+SpinPolicy chooseSpinPolicy(int localRanks);
+
+}  // namespace tern
