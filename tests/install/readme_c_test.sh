@@ -29,7 +29,7 @@ fi
 
 # Every installed program and library finds what it links (libtern, libtern_train) without LD_LIBRARY_PATH.
 for f in "$HOME"/.local/bin/* "$HOME"/.local/lib/lib*.so; do
-  if ldd "$f" | grep -q "not found"; then
+  if ldd "$f" | grep "not found" >/dev/null; then
     ldd "$f" >&2
     echo "FAIL: installed $f does not find its libraries" >&2
     exit 1
@@ -40,7 +40,10 @@ mkdir "$HOME/hello" && cd "$HOME/hello"
 readme_block "$readme" example.c >example.c
 expect_example_output "$(run_block "$readme" run.sh)" 4
 # The binary finds the installed libtern by itself (RPATH), not through the build tree.
-ldd ./example | grep -q "$HOME/.local/lib/libtern.so" || { ldd ./example; echo "FAIL: not the installed libtern" >&2; exit 1; }
+# grep without -q reads all of ldd's output: with -q it may exit at the first match while ldd still writes, and
+# under pipefail ldd's SIGPIPE would fail the check.
+ldd ./example | grep "$HOME/.local/lib/libtern.so" >/dev/null ||
+  { ldd ./example; echo "FAIL: not the installed libtern" >&2; exit 1; }
 
 mkdir "$HOME/hello-cmake" && cd "$HOME/hello-cmake"
 readme_block "$readme" example.c >example.c

@@ -1,9 +1,12 @@
 // HugePageAdvisor (src/transport/shm/huge_page_advisor.*): which 2 MiB regions of a buffer it considers, that it
-// collapses a region only the second time a buffer covers it and only once, that the kernel really backs the
-// region with a huge page afterwards (read back from /proc/self/smaps), that the buffer's contents survive, and
-// that TERN_SHM_HUGEPAGES=0 turns it off. Real memory and the real madvise(MADV_COLLAPSE): nothing is mocked.
+// collapses a region only once it has been in use for the pacing's minimum age and only once, that it spaces
+// collapses out so that they take at most the pacing's share of the time (a short run pays nothing), that the
+// kernel really backs the region with a huge page afterwards (read back from /proc/self/smaps), that the buffer's
+// contents survive, and that TERN_SHM_HUGEPAGES=0 turns it off. Real memory and the real madvise(MADV_COLLAPSE):
+// nothing is mocked.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +14,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "transport/shm/huge_page_advisor.hpp"
 
@@ -72,10 +76,13 @@ TEST(HugePageAdvisor, RegionsAreThoseTheBufferCoversAtLeastHalfOf) {
   EXPECT_TRUE(HugePageAdvisor::regionsOf(reinterpret_cast<const void*>(UINTPTR_MAX - 4096), kRegion).empty());
 }
 
+// No minimum age, no pacing: every region is collapsed on the buffer's second use.
+constexpr HugePageAdvisor::Pacing kAtOnce{std::chrono::nanoseconds(0), 1.0};
+
 TEST(HugePageAdvisor, CollapsesOnTheSecondUseOnceAndKeepsTheContents) {
   const size_t bytes = 4 * kRegion;
   Memory m = alignedBuffer(bytes);
-  HugePageAdvisor advisor(true);
+  HugePageAdvisor advisor(true, kAtOnce);
   EXPECT_EQ(advisor.onBuffer(m.get(), bytes), 0u) << "a buffer seen once is left alone";
   const size_t now = advisor.onBuffer(m.get(), bytes);
   if (now == 0 && advisor.failed() > 0) {
@@ -89,6 +96,32 @@ TEST(HugePageAdvisor, CollapsesOnTheSecondUseOnceAndKeepsTheContents) {
   EXPECT_EQ(advisor.onBuffer(m.get(), bytes), 0u) << "each region is collapsed once";
   // A smaller view of the same memory (a sweep over sizes) finds its regions done.
   EXPECT_EQ(advisor.onBuffer(m.get(), kRegion), 0u);
+}
+
+TEST(HugePageAdvisor, AShortRunPaysNothingAndCollapsesArePacedOnceTheBufferIsOld) {
+  const size_t bytes = 4 * kRegion;
+  Memory m = alignedBuffer(bytes);
+  {
+    HugePageAdvisor advisor(true);  // the library's pacing: a buffer must be in use for a second first
+    for (int call = 0; call < 20; ++call) EXPECT_EQ(advisor.onBuffer(m.get(), bytes), 0u) << call;
+    EXPECT_EQ(advisor.collapsed() + advisor.failed(), 0u) << "a run shorter than the minimum age collapses nothing";
+  }
+  // Old enough, but a collapse may take only 1% of the time: one region, then a pause of 99 times its duration.
+  HugePageAdvisor advisor(true, {std::chrono::milliseconds(30), 0.01});
+  EXPECT_EQ(advisor.onBuffer(m.get(), bytes), 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  const size_t first = advisor.onBuffer(m.get(), bytes);
+  if (first == 0 && advisor.failed() > 0) GTEST_SKIP() << "this kernel refused MADV_COLLAPSE";
+  EXPECT_EQ(first, 1u) << "one region per pause";
+  EXPECT_EQ(advisor.onBuffer(m.get(), bytes), 0u) << "the next waits for its pause";
+  // Every region collapses in the end, one per pause (each pause is 99 collapses long: well under a second here).
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (advisor.collapsed() + advisor.failed() < 4 && std::chrono::steady_clock::now() < giveUp) {
+    EXPECT_LE(advisor.onBuffer(m.get(), bytes), 1u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(advisor.collapsed() + advisor.failed(), 4u);
+  EXPECT_TRUE(patternIntact(m.get(), bytes));
 }
 
 TEST(HugePageAdvisor, DisabledAdvisorNeverTouchesMemory) {

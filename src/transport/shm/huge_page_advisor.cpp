@@ -16,7 +16,9 @@
 
 namespace tern::shm {
 
-HugePageAdvisor::HugePageAdvisor(bool enabled) : enabled_(enabled) {}
+HugePageAdvisor::HugePageAdvisor(bool enabled, Pacing pacing) : enabled_(enabled), pacing_(pacing) {
+  if (!(pacing_.maxShare > 0.0) || pacing_.maxShare > 1.0) pacing_.maxShare = 1.0;
+}
 
 bool HugePageAdvisor::enabledByEnvironment() { return envFlag("SHM_HUGEPAGES", true); }
 
@@ -37,16 +39,25 @@ std::vector<uintptr_t> HugePageAdvisor::regionsOf(const void* p, size_t bytes) {
 
 size_t HugePageAdvisor::onBuffer(const void* p, size_t bytes) {
   if (!enabled_) return 0;
+  const std::vector<uintptr_t> regions = regionsOf(p, bytes);
+  if (regions.empty()) return 0;
   size_t now = 0;
-  for (uintptr_t r : regionsOf(p, bytes)) {
+  Clock::time_point t = Clock::now();
+  for (uintptr_t r : regions) {
     auto it = regions_.find(r);
     if (it == regions_.end()) {
-      if (regions_.size() < kMaxRegions) regions_.emplace(r, RegionState::kSeenOnce);
+      if (regions_.size() < kMaxRegions) regions_.emplace(r, Region{RegionState::kSeen, t});
       continue;
     }
-    if (it->second != RegionState::kSeenOnce && it->second != RegionState::kRetry) continue;
-    if (::madvise(reinterpret_cast<void*>(r), kRegionBytes, MADV_COLLAPSE) == 0) {
-      it->second = RegionState::kCollapsed;
+    Region& region = it->second;
+    if (region.state != RegionState::kSeen && region.state != RegionState::kRetry) continue;
+    if (t - region.firstSeen < pacing_.minAge || t < nextCollapse_) continue;
+    const int rc = ::madvise(reinterpret_cast<void*>(r), kRegionBytes, MADV_COLLAPSE);
+    const Clock::time_point done = Clock::now();
+    nextCollapse_ = done + std::chrono::duration_cast<Clock::duration>((done - t) * (1.0 / pacing_.maxShare - 1.0));
+    t = done;
+    if (rc == 0) {
+      region.state = RegionState::kCollapsed;
       ++collapsed_;
       ++now;
       continue;
@@ -58,10 +69,10 @@ size_t HugePageAdvisor::onBuffer(const void* p, size_t bytes) {
     const int err = errno;
     TERN_LOG(kInfo, kShm, -1, "no huge page for the buffer region at %p (madvise MADV_COLLAPSE: %s)",
              reinterpret_cast<void*>(r), std::strerror(err));
-    if (err == EAGAIN && it->second == RegionState::kSeenOnce) {
-      it->second = RegionState::kRetry;
+    if (err == EAGAIN && region.state == RegionState::kSeen) {
+      region.state = RegionState::kRetry;
     } else {
-      it->second = RegionState::kFailed;
+      region.state = RegionState::kFailed;
       ++failed_;
     }
   }
