@@ -86,6 +86,7 @@ const std::vector<KnobSpec>& knobTable() {
       integer("TIMEOUT", 1, INT_MAX / 1000, "300", "seconds any wait may last"),
       text("SOCKET_IFNAME", "the interface that reaches the root", "interfaces for TCP (NCCL syntax)"),
       integer("NSOCKS", 1, 64, "2", "TCP sockets per remote peer"),
+      integer("SPIN_US", 0, 100000, "10-50 by ranks per CPU", "longest busy-poll of a wait before it sleeps, us (0: never)"),
       text("ALGO", "cost model", "force or exclude algorithms"),
       bytes("CHUNK_BYTES", 64, 1LL << 30, true, "512 KiB", "pipeline chunk of ring/chain/tree algorithms (0: default)"),
       text("RING_ORDER", "topology", "topology or rank"),
@@ -287,6 +288,7 @@ Knobs readKnobs(const std::function<std::optional<std::string>(const char*)>& lo
   x.debugFile = str("DEBUG_FILE");
   x.timeoutSec = static_cast<int>(number("TIMEOUT", 300));
   x.nSocketsPerPeer = static_cast<int>(number("NSOCKS", 2));
+  x.spinUs = static_cast<int>(number("SPIN_US", -1));
   x.socketIfname = str("SOCKET_IFNAME");
   x.transport = str("TRANSPORT");
   x.algo = str("ALGO");

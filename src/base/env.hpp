@@ -68,6 +68,7 @@ struct Knobs {
   std::string debugFile;     // TERN_DEBUG_FILE: path with %h host and %p pid
   int timeoutSec;            // TERN_TIMEOUT: every wait, seconds (default 300)
   int nSocketsPerPeer;       // TERN_NSOCKS: TCP sockets per peer (default 2)
+  int spinUs;                // TERN_SPIN_US: ceiling of the waits' busy-poll, microseconds (-1: by ranks per CPU)
   std::string socketIfname;  // TERN_SOCKET_IFNAME: NCCL syntax (prefix list, ^ exclude, = exact)
   std::string transport;     // TERN_TRANSPORT: tcp | inproc (default tcp)
   std::string algo;          // TERN_ALGO

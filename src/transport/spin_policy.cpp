@@ -3,7 +3,10 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
+
+#include "base/env.hpp"
 
 namespace tern {
 
@@ -52,6 +55,12 @@ SpinPolicy chooseSpinPolicy(int localRanks) {
   } else {
     p.maxSpinNs = 10000;
     p.minSpinNs = 2000;
+  }
+  // TERN_SPIN_US sets the ceiling (0: never spin, for machines where ranks share their CPUs with other work the
+  // launcher cannot see, e.g. simulated nodes on one host); the floor never exceeds it.
+  if (const int us = knobs().spinUs; us >= 0) {
+    p.maxSpinNs = static_cast<int64_t>(us) * 1000;
+    p.minSpinNs = std::min(p.minSpinNs, p.maxSpinNs);
   }
   return p;
 }

@@ -36,6 +36,7 @@ constexpr long long kMaxBytes = 1LL << 50;
 const std::vector<Expected> kNumericKnobs = {
     {"TIMEOUT", 1, 2147483, false, false, false},  // seconds; as milliseconds they must fit an int
     {"NSOCKS", 1, 64, false, false, false},
+    {"SPIN_US", 0, 100000, false, false, false},
     {"CHUNK_BYTES", 64, 1LL << 30, true, true, false},
     {"SHM_CHUNK_BYTES", 64, 1LL << 30, true, true, false},
     {"SHM_CMA_MIN_BYTES", 1, kMaxBytes, true, true, false},
@@ -164,6 +165,7 @@ TEST(Knobs, TimeoutOfZeroNegativeOverflowingOrNotANumberIsAnError) {
 TEST(Knobs, ValuesReachTheSnapshot) {
   const Knobs k = readFrom({{"TIMEOUT", "17"},
                             {"NSOCKS", "4"},
+                            {"SPIN_US", "0"},
                             {"CHUNK_BYTES", "512K"},
                             {"COMPRESS_MIN_BYTES", "1M"},
                             {"COMPRESS_HIER", "0"},
@@ -173,6 +175,7 @@ TEST(Knobs, ValuesReachTheSnapshot) {
   EXPECT_TRUE(k.warnings.empty());
   EXPECT_EQ(k.timeoutSec, 17);
   EXPECT_EQ(k.nSocketsPerPeer, 4);
+  EXPECT_EQ(k.spinUs, 0);
   EXPECT_EQ(k.chunkBytes, 512 * 1024);
   EXPECT_EQ(k.compressMinBytes, 1024 * 1024);
   EXPECT_EQ(k.compressHier, 0);
@@ -181,6 +184,7 @@ TEST(Knobs, ValuesReachTheSnapshot) {
   const Knobs d = readFrom({});
   EXPECT_EQ(d.timeoutSec, 300);
   EXPECT_EQ(d.nSocketsPerPeer, 2);
+  EXPECT_EQ(d.spinUs, -1) << "unset: the policy chooses by ranks per CPU";
   EXPECT_EQ(d.chunkBytes, 0);
   EXPECT_EQ(d.compressMinBytes, 64 * 1024);
   EXPECT_EQ(d.compressHier, -1);
