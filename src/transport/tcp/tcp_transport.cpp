@@ -638,13 +638,18 @@ int TcpTransport::progressOnce(int waitMs) {
 // message from a peer that is already running arrives within microseconds, and a large one streams in, while
 // waking from poll() costs a sleeping vCPU's wake-up, several times a small message's own latency. Each round is
 // one non-blocking send or receive per busy socket, so a spin never holds anything the peer needs; it ends by
-// waitMs at the latest, like the sleep it replaces.
+// waitMs at the latest, like the sleep it replaces. Bytes moving keep the spin going only while they move faster
+// than kStreamingBytesPerNs: a link slower than that (a shaped or wide-area one) trickles a few bytes into every
+// round, and spinning through its whole transfer would take the CPU from ranks that compute beside us while poll()
+// costs little against the transfer's own time.
 int TcpTransport::spinForCompletion(int waitMs) {
+  constexpr double kStreamingBytesPerNs = 0.5;  // 500 MB/s: loopback and fast NICs stream, 1 Gb/s links do not
   const auto budget = std::chrono::nanoseconds(spin_.ns());
   if (budget.count() <= 0) return 0;
   const Clock::time_point start = Clock::now();
   const Clock::time_point end = start + std::chrono::milliseconds(waitMs);
   Clock::time_point idleUntil = start + budget;
+  const uint64_t movedAtStart = bytesMoved_;
   uint64_t moved = bytesMoved_;
   for (;;) {
     int completed = 0;
@@ -665,7 +670,8 @@ int TcpTransport::spinForCompletion(int waitMs) {
     const Clock::time_point now = Clock::now();
     if (bytesMoved_ != moved) {
       moved = bytesMoved_;
-      idleUntil = now + budget;
+      const double spunNs = static_cast<double>(std::chrono::nanoseconds(now - start).count());
+      if (static_cast<double>(moved - movedAtStart) >= spunNs * kStreamingBytesPerNs) idleUntil = now + budget;
     }
     if (now >= idleUntil || now >= end) break;
   }
