@@ -20,8 +20,11 @@
 #include "core/call_group.hpp"
 #include "core/communicator.hpp"
 #include "core/compressor.hpp"
+#include "core/device_streams.hpp"
 #include "core/float_convert.hpp"
 #include "core/operation_pool.hpp"
+#include "core/staged_device_calls.hpp"
+#include "exec/collective.hpp"
 #include "tern/tern.h"
 #include "tern/tern_ext.h"
 #include "transport/shm/intra_node_setup.hpp"
@@ -145,9 +148,47 @@ void checkRank(int r, int n, const char* fn, const char* what) {
   if (r < 0 || r >= n) throwError(ternInvalidArgument, "%s: %s %d out of range [0, %d)", fn, what, r, n);
 }
 
-// Submits op now (or records it in the open group); with request != NULL it is asynchronous. c is comm's
-// communicator, held by the caller.
-ternResult_t launch(ternComm_t comm, Communicator& c, std::shared_ptr<Operation> op, ternRequest_t* request) {
+// How a call runs: blocking (no request), asynchronous (a request to wait on), or ordered on a CUDA stream
+// (tern_cuda.h). Converts from the request pointer the host API functions pass.
+struct Launch {
+  Launch(ternRequest_t* r = nullptr) : request(r) {}  // NOLINT(google-explicit-constructor): the common case
+  static Launch onStream(void* s) {
+    Launch l;
+    l.streamOrdered = true;
+    l.stream = s;
+    return l;
+  }
+  ternRequest_t* request = nullptr;
+  bool streamOrdered = false;
+  void* stream = nullptr;
+};
+
+// Stages op's device buffers and enqueues it on the stream (core/staged_device_calls.hpp).
+ternResult_t launchOnStream(Communicator& c, const std::shared_ptr<Operation>& op, void* stream) {
+  const char* what = collectiveName(op->args.coll);
+  if (groupOpen()) {
+    throwError(ternInvalidUsage,
+               "stream-ordered %s inside ternGroupStart/ternGroupEnd: not supported by the staged device path yet; "
+               "call it outside the group",
+               what);
+  }
+  std::string why;
+  DeviceStreams* streams = deviceStreams(&why);
+  if (streams == nullptr) throwError(ternInvalidUsage, "stream-ordered %s: %s", what, why.c_str());
+  c.enterCall();
+  struct Exit {
+    Communicator& c;
+    ~Exit() { c.exitCall(); }
+  } exitGuard{c};
+  c.stagedDeviceCalls(*streams).launch(c, op, stream);
+  return ternSuccess;
+}
+
+// Submits op now (or records it in the open group); with a request it is asynchronous, on a stream
+// stream-ordered. c is comm's communicator, held by the caller.
+ternResult_t launch(ternComm_t comm, Communicator& c, std::shared_ptr<Operation> op, const Launch& how) {
+  if (how.streamOrdered) return launchOnStream(c, op, how.stream);
+  ternRequest_t* request = how.request;
   if (groupOpen()) {
     if (request != nullptr) *request = nullptr;
     recordInGroup(comm, std::move(op));
@@ -168,7 +209,7 @@ ternResult_t launch(ternComm_t comm, Communicator& c, std::shared_ptr<Operation>
 }
 
 ternResult_t allReduce(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op, ternComm_t comm,
-                       ternRequest_t* req) {
+                       Launch how) {
   return guarded([&] {
     const char* fn = "ternAllReduce";
     const CommRef ref = acquireComm(comm, fn);
@@ -180,7 +221,7 @@ ternResult_t allReduce(const void* s, void* r, size_t count, ternDataType_t dt, 
     auto o = newOperation(Collective::kAllReduce, s, r, count, dt, op, 0);
     o->args.inPlace = s == r;
     o->implicitCompression = c.mayCompressImplicitly(o->args);  // TERN_COMPRESS
-    return launch(comm, *ref, o, req);
+    return launch(comm, *ref, o, how);
   });
 }
 
@@ -204,7 +245,7 @@ void checkCompressorFits(const Compressor& c, size_t elements, ternDataType_t dt
 }
 
 ternResult_t allReduceCompressed(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
-                                 ternCompressor_t comp, ternComm_t comm, ternRequest_t* req) {
+                                 ternCompressor_t comp, ternComm_t comm, Launch how) {
   return guarded([&] {
     const char* fn = "ternAllReduceCompressed";
     const CommRef ref = acquireComm(comm, fn);
@@ -217,12 +258,12 @@ ternResult_t allReduceCompressed(const void* s, void* r, size_t count, ternDataT
     auto o = newOperation(Collective::kAllReduce, s, r, count, dt, op, 0);
     o->args.inPlace = s == r;
     o->compressor = &c;
-    return launch(comm, *ref, o, req);
+    return launch(comm, *ref, o, how);
   });
 }
 
 ternResult_t allGatherCompressed(const void* s, void* r, size_t count, ternDataType_t dt, ternCompressor_t comp,
-                                 ternComm_t comm, ternRequest_t* req) {
+                                 ternComm_t comm, Launch how) {
   return guarded([&] {
     const char* fn = "ternAllGatherCompressed";
     const CommRef ref = acquireComm(comm, fn);
@@ -235,12 +276,12 @@ ternResult_t allGatherCompressed(const void* s, void* r, size_t count, ternDataT
     auto o = newOperation(Collective::kAllGather, s, r, count, dt, ternSum, 0);
     o->args.inPlace = s == static_cast<const char*>(r) + bytes * cm.rank();
     o->compressor = &c;
-    return launch(comm, *ref, o, req);
+    return launch(comm, *ref, o, how);
   });
 }
 
 ternResult_t reduceScatterCompressed(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
-                                     ternCompressor_t comp, ternComm_t comm, ternRequest_t* req) {
+                                     ternCompressor_t comp, ternComm_t comm, Launch how) {
   return guarded([&] {
     const char* fn = "ternReduceScatterCompressed";
     const CommRef ref = acquireComm(comm, fn);
@@ -254,11 +295,11 @@ ternResult_t reduceScatterCompressed(const void* s, void* r, size_t count, ternD
     auto o = newOperation(Collective::kReduceScatter, s, r, count, dt, op, 0);
     o->args.inPlace = static_cast<const char*>(s) + bytes * cm.rank() == r;
     o->compressor = &c;
-    return launch(comm, *ref, o, req);
+    return launch(comm, *ref, o, how);
   });
 }
 
-ternResult_t allGather(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm, ternRequest_t* req) {
+ternResult_t allGather(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm, Launch how) {
   return guarded([&] {
     const char* fn = "ternAllGather";
     const CommRef ref = acquireComm(comm, fn);
@@ -268,12 +309,12 @@ ternResult_t allGather(const void* s, void* r, size_t count, ternDataType_t dt, 
     checkBuffer(r, count, fn, "recvbuff");
     auto o = newOperation(Collective::kAllGather, s, r, count, dt, ternSum, 0);
     o->args.inPlace = s == static_cast<const char*>(r) + bytes * c.rank();
-    return launch(comm, *ref, o, req);
+    return launch(comm, *ref, o, how);
   });
 }
 
 ternResult_t reduceScatter(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op, ternComm_t comm,
-                           ternRequest_t* req) {
+                           Launch how) {
   return guarded([&] {
     const char* fn = "ternReduceScatter";
     const CommRef ref = acquireComm(comm, fn);
@@ -284,12 +325,11 @@ ternResult_t reduceScatter(const void* s, void* r, size_t count, ternDataType_t 
     checkBuffer(r, count, fn, "recvbuff");
     auto o = newOperation(Collective::kReduceScatter, s, r, count, dt, op, 0);
     o->args.inPlace = static_cast<const char*>(s) + bytes * c.rank() == r;
-    return launch(comm, *ref, o, req);
+    return launch(comm, *ref, o, how);
   });
 }
 
-ternResult_t broadcast(const void* s, void* r, size_t count, ternDataType_t dt, int root, ternComm_t comm,
-                       ternRequest_t* req) {
+ternResult_t broadcast(const void* s, void* r, size_t count, ternDataType_t dt, int root, ternComm_t comm, Launch how) {
   return guarded([&] {
     const char* fn = "ternBroadcast";
     const CommRef ref = acquireComm(comm, fn);
@@ -300,12 +340,12 @@ ternResult_t broadcast(const void* s, void* r, size_t count, ternDataType_t dt, 
     checkBuffer(r, count, fn, "recvbuff");
     auto o = newOperation(Collective::kBroadcast, s, r, count, dt, ternSum, root);
     o->args.inPlace = s == r;
-    return launch(comm, *ref, o, req);
+    return launch(comm, *ref, o, how);
   });
 }
 
 ternResult_t reduceRoot(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op, int root,
-                        ternComm_t comm, ternRequest_t* req) {
+                        ternComm_t comm, Launch how) {
   return guarded([&] {
     const char* fn = "ternReduce";
     const CommRef ref = acquireComm(comm, fn);
@@ -317,11 +357,11 @@ ternResult_t reduceRoot(const void* s, void* r, size_t count, ternDataType_t dt,
     if (c.rank() == root) checkBuffer(r, count, fn, "recvbuff");
     auto o = newOperation(Collective::kReduce, s, c.rank() == root ? r : nullptr, count, dt, op, root);
     o->args.inPlace = s == r && c.rank() == root;
-    return launch(comm, *ref, o, req);
+    return launch(comm, *ref, o, how);
   });
 }
 
-ternResult_t alltoall(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm, ternRequest_t* req) {
+ternResult_t alltoall(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm, Launch how) {
   return guarded([&] {
     const char* fn = "ternAlltoAll";
     const CommRef ref = acquireComm(comm, fn);
@@ -331,12 +371,12 @@ ternResult_t alltoall(const void* s, void* r, size_t count, ternDataType_t dt, t
     checkBuffer(r, count, fn, "recvbuff");
     auto o = newOperation(Collective::kAlltoAll, s, r, count, dt, ternSum, 0);
     o->args.inPlace = s == r;
-    return launch(comm, *ref, o, req);
+    return launch(comm, *ref, o, how);
   });
 }
 
 ternResult_t alltoallv(const void* s, const size_t sc[], const size_t sd[], void* r, const size_t rc[],
-                       const size_t rd[], ternDataType_t dt, ternComm_t comm, ternRequest_t* req) {
+                       const size_t rd[], ternDataType_t dt, ternComm_t comm, Launch how) {
   return guarded([&] {
     const char* fn = "ternAlltoAllv";
     const CommRef ref = acquireComm(comm, fn);
@@ -363,12 +403,12 @@ ternResult_t alltoallv(const void* s, const size_t sc[], const size_t sd[], void
     checkBuffer(s, sendTotal, fn, "sendbuff");
     checkBuffer(r, recvTotal, fn, "recvbuff");
     o->args.inPlace = s == r;
-    return launch(comm, *ref, o, req);
+    return launch(comm, *ref, o, how);
   });
 }
 
 ternResult_t pointToPoint(bool isSend, const void* buf, size_t count, ternDataType_t dt, int peer, ternComm_t comm,
-                          ternRequest_t* req) {
+                          Launch how) {
   return guarded([&] {
     const char* fn = isSend ? "ternSend" : "ternRecv";
     const CommRef ref = acquireComm(comm, fn);
@@ -378,14 +418,14 @@ ternResult_t pointToPoint(bool isSend, const void* buf, size_t count, ternDataTy
     checkBuffer(buf, count, fn, isSend ? "sendbuff" : "recvbuff");
     auto o = newOperation(Collective::kPointToPoint, nullptr, nullptr, count, dt, ternSum, 0);
     o->transfers.push_back({isSend, peer, const_cast<void*>(buf), bytes});
-    return launch(comm, *ref, o, req);
+    return launch(comm, *ref, o, how);
   });
 }
 
-ternResult_t barrier(ternComm_t comm, ternRequest_t* req) {
+ternResult_t barrier(ternComm_t comm, Launch how) {
   return guarded([&] {
     const CommRef ref = acquireComm(comm, "ternBarrier");
-    return launch(comm, *ref, newOperation(Collective::kBarrier, nullptr, nullptr, 0, ternUint8, ternSum, 0), req);
+    return launch(comm, *ref, newOperation(Collective::kBarrier, nullptr, nullptr, 0, ternUint8, ternSum, 0), how);
   });
 }
 
@@ -620,6 +660,52 @@ TERN_API ternResult_t ternRecv(void* r, size_t count, ternDataType_t dt, int pee
   return pointToPoint(false, r, count, dt, peer, comm, nullptr);
 }
 TERN_API ternResult_t ternBarrier(ternComm_t comm) { return barrier(comm, nullptr); }
+
+// The stream-ordered calls of tern_cuda.h. cudaStream_t is CUDA's `struct CUstream_st*`, declared here as such so
+// that the library builds without CUDA headers (tests/device checks the signatures against the header).
+struct CUstream_st;
+using ternStream = CUstream_st*;
+
+TERN_API ternResult_t ternAllReduceOnStream(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
+                                            ternComm_t comm, ternStream stream) {
+  return allReduce(s, r, count, dt, op, comm, Launch::onStream(stream));
+}
+TERN_API ternResult_t ternAllGatherOnStream(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm,
+                                            ternStream stream) {
+  return allGather(s, r, count, dt, comm, Launch::onStream(stream));
+}
+TERN_API ternResult_t ternReduceScatterOnStream(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
+                                                ternComm_t comm, ternStream stream) {
+  return reduceScatter(s, r, count, dt, op, comm, Launch::onStream(stream));
+}
+TERN_API ternResult_t ternBroadcastOnStream(const void* s, void* r, size_t count, ternDataType_t dt, int root,
+                                            ternComm_t comm, ternStream stream) {
+  return broadcast(s, r, count, dt, root, comm, Launch::onStream(stream));
+}
+TERN_API ternResult_t ternReduceOnStream(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
+                                         int root, ternComm_t comm, ternStream stream) {
+  return reduceRoot(s, r, count, dt, op, root, comm, Launch::onStream(stream));
+}
+TERN_API ternResult_t ternAlltoAllOnStream(const void* s, void* r, size_t count, ternDataType_t dt, ternComm_t comm,
+                                           ternStream stream) {
+  return alltoall(s, r, count, dt, comm, Launch::onStream(stream));
+}
+TERN_API ternResult_t ternAlltoAllvOnStream(const void* s, const size_t sc[], const size_t sd[], void* r,
+                                            const size_t rc[], const size_t rd[], ternDataType_t dt, ternComm_t comm,
+                                            ternStream stream) {
+  return alltoallv(s, sc, sd, r, rc, rd, dt, comm, Launch::onStream(stream));
+}
+TERN_API ternResult_t ternSendOnStream(const void* s, size_t count, ternDataType_t dt, int peer, ternComm_t comm,
+                                       ternStream stream) {
+  return pointToPoint(true, s, count, dt, peer, comm, Launch::onStream(stream));
+}
+TERN_API ternResult_t ternRecvOnStream(void* r, size_t count, ternDataType_t dt, int peer, ternComm_t comm,
+                                       ternStream stream) {
+  return pointToPoint(false, r, count, dt, peer, comm, Launch::onStream(stream));
+}
+TERN_API ternResult_t ternBarrierOnStream(ternComm_t comm, ternStream stream) {
+  return barrier(comm, Launch::onStream(stream));
+}
 
 TERN_API ternResult_t ternAllReduceAsync(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
                                          ternComm_t comm, ternRequest_t* req) {

@@ -17,6 +17,7 @@
 #include "compress/codec_factory.hpp"
 #include "core/algo_choice.hpp"
 #include "core/compressor.hpp"
+#include "core/staged_device_calls.hpp"
 #include "exec/executor.hpp"
 #include "planner/calibration.hpp"
 #include "planner/planner.hpp"
@@ -345,6 +346,7 @@ Communicator::Outcome Communicator::execute(Operation& op) {
     return {failure_, format("rank %d: communicator failed earlier: %s", rank_, lastError_.c_str())};
   }
   try {
+    if (op.gate) waitForGate(op);
     if (auto hook = callHookForTesting.load(std::memory_order_relaxed)) hook(rank_);
     if (op.args.coll == Collective::kPointToPoint) {
       runPointToPoint(op);
@@ -359,6 +361,27 @@ Communicator::Outcome Communicator::execute(Operation& op) {
     return failCall(ternSystemError, format("rank %d: out of memory in %s", rank_, collectiveName(op.args.coll)));
   } catch (const std::exception& e) {
     return failCall(ternInternalError, e.what());
+  }
+}
+
+// A stream-ordered call runs once its stream has staged the inputs. Waiting on the GPU is local, but a collective
+// that never starts here stalls every peer, so the wait has the communicator's deadline like any other, and an
+// abort ends it.
+void Communicator::waitForGate(Operation& op) {
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+  for (;;) {
+    const Clock::time_point slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(20));
+    if (op.gate->waitOpen(slice)) return;
+    if (aborted_.load()) {
+      throwError(ternRemoteError, "rank %d: communicator aborted while a stream-ordered %s waited for its stream",
+                 rank_, collectiveName(op.args.coll));
+    }
+    if (Clock::now() >= deadline) {
+      throwError(ternTimeout,
+                 "rank %d: the stream of a stream-ordered %s did not reach it within TERN_TIMEOUT (%d ms): work "
+                 "enqueued on the stream before it has not finished",
+                 rank_, collectiveName(op.args.coll), options_.timeoutMs);
+    }
   }
 }
 
@@ -440,6 +463,20 @@ ternResult_t Communicator::asyncError() {
   }
   std::lock_guard<std::mutex> lock(queueMutex_);
   return (queue_.empty() && !busy_) ? ternSuccess : ternInProgress;
+}
+
+void Communicator::recordAsyncFailure(ternResult_t code, const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (failed_) return;
+  }
+  fail(code, message);
+}
+
+StagedDeviceCalls& Communicator::stagedDeviceCalls(DeviceStreams& streams) {
+  std::lock_guard<std::mutex> lock(stagedMutex_);
+  if (!staged_) staged_ = std::make_unique<StagedDeviceCalls>(streams);
+  return *staged_;
 }
 
 std::string Communicator::lastError() {
@@ -733,7 +770,9 @@ void Communicator::runCompressed(Operation& op) {
 }
 
 void Communicator::runCollective(Operation& op) {
-  if (op.compressor == nullptr && op.implicitCompression) op.compressor = implicitCompressor(op.args, op.output);
+  if (op.compressor == nullptr && op.implicitCompression)
+    op.compressor =
+        implicitCompressor(op.args, op.feedbackKey != nullptr ? const_cast<void*>(op.feedbackKey) : op.output);
   if (op.compressor != nullptr) {  // compressed calls run their codec even alone (the same bits as with peers)
     runCompressed(op);
     return;

@@ -36,6 +36,8 @@ class Planner;
 }  // namespace planner
 class TcpTransport;
 struct ChoiceContext;
+class DeviceStreams;
+class StagedDeviceCalls;
 
 struct CommOptions {
   int timeoutMs = 300000;
@@ -90,6 +92,11 @@ class Communicator {
   void abort(const std::string& reason);
   ternResult_t asyncError();
   std::string lastError();
+  // A stream-ordered call failed after its API call returned: the communicator fails, as an NCCL communicator
+  // does, so that ternCommGetAsyncError reports it and the peers stop waiting.
+  void recordAsyncFailure(ternResult_t code, const std::string& message);
+  // The stream-ordered device path's staging (core/staged_device_calls.hpp), made on first use.
+  StagedDeviceCalls& stagedDeviceCalls(DeviceStreams& streams);
 
   // Bracket API calls so that abort can wait for calls in flight to notice it. The caller holds a reference
   // (share()), so the communicator is alive until exitCall has returned.
@@ -137,6 +144,7 @@ class Communicator {
   Outcome execute(Operation& op);
   // A call's fatal error: fail() the communicator, then withdraw the call's transfers before the caller returns.
   Outcome failCall(ternResult_t code, const std::string& message);
+  void waitForGate(Operation& op);
   void runCollective(Operation& op);
   void runPointToPoint(Operation& op);
   void runCompressed(Operation& op);
@@ -187,6 +195,8 @@ class Communicator {
   std::unique_ptr<Transport> transport_;  // what schedules run on (network_, or routed over both)
   TcpTransport* mesh_ = nullptr;          // the TCP mesh (network_ or control_), when there is one: failure notices
   std::atomic<bool> aborted_{false};
+  std::mutex stagedMutex_;
+  std::unique_ptr<StagedDeviceCalls> staged_;
 
   // What a built schedule depends on: the call's shape and the algorithm that runs it (for compressed calls,
   // "compressed/" and the codec's spec). Compared field by field, so a call finds its schedule without formatting.

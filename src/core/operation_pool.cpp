@@ -17,6 +17,9 @@ std::shared_ptr<Operation> freshOperation() {
     o.transfers.clear();
     o.compressor = nullptr;
     o.implicitCompression = false;
+    o.feedbackKey = nullptr;
+    o.gate = nullptr;
+    o.onFinish = nullptr;
     o.done = false;
     o.result = ternSuccess;
     o.error.clear();

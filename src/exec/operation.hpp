@@ -2,7 +2,10 @@
 // the async API are shared pointers to these.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -20,6 +23,30 @@ struct UserTransfer {
   size_t bytes = 0;
 };
 
+// What an operation waits for before it runs, opened from any thread: the stream-ordered device path
+// (core/staged_device_calls.hpp) opens it when the caller's stream has staged the inputs, which may be long after the
+// call was queued.
+class OperationGate {
+ public:
+  void open() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  // Whether it is open by `until`.
+  bool waitOpen(std::chrono::steady_clock::time_point until) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return cv_.wait_until(lock, until, [&] { return open_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
 struct Operation {
   CollArgs args;
   const void* input = nullptr;
@@ -29,8 +56,18 @@ struct Operation {
   // TERN_COMPRESS may compress this call; whether it pays is decided when it runs (Communicator::runCollective), in
   // call order, so that what the communicator learned by then (its network) counts alike on every rank.
   bool implicitCompression = false;
+  // Which buffer the implicit compression's error feedback belongs to (null: output). Staged calls run on pinned
+  // copies whose addresses vary; the feedback stays with the caller's buffer.
+  const void* feedbackKey = nullptr;
+  // Stream-ordered calls: the worker runs the operation once the gate is open, and calls onFinish with its result
+  // whenever it finishes (run, failed, or failed unrun after an abort), so that the stream waiting on it goes on.
+  std::shared_ptr<OperationGate> gate;
+  std::function<void(ternResult_t, const std::string&)> onFinish;
 
   void finish(ternResult_t r, std::string message) {
+    std::function<void(ternResult_t, const std::string&)> hook = std::move(onFinish);
+    onFinish = nullptr;
+    if (hook) hook(r, message);
     {
       std::lock_guard<std::mutex> lock(mutex);
       result = r;

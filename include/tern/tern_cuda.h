@@ -1,0 +1,58 @@
+/*
+ * tern's stream-ordered calls, for buffers in CUDA device memory (or host memory), with NCCL's semantics: a call
+ * enqueues the collective on `stream` and returns at once; it happens in stream order (after the work enqueued
+ * before it, before the work enqueued after it), and cudaStreamSynchronize(stream) or an event waits for it.
+ * Arguments and ranks as in the host calls of tern.h (counts in elements, the same calls in the same order on every
+ * rank; stream-ordered and host calls on one communicator keep the order they were made in).
+ *
+ * Errors: a bad argument is returned at once; a failure while the collective runs (a lost peer, a timeout, an
+ * abort) fails the communicator: ternCommGetAsyncError reports it, ternGetLastError says what happened, and the
+ * stream goes on (the results are then undefined), so a stream never waits forever on tern.
+ *
+ * How it runs today: device buffers are staged through pinned host memory by copies on the stream, and the
+ * collective runs over tern's host transports (any of them, compression included, e.g. TERN_COMPRESS). Needs
+ * the CUDA driver (libcuda.so.1, CUDA 12 or newer), loaded at the first call; libtern itself links no CUDA library.
+ * Not yet: these calls inside ternGroupStart/ternGroupEnd.
+ *
+ * This header includes the CUDA runtime's for cudaStream_t; tern.h alone never needs CUDA headers.
+ */
+#ifndef TERN_TERN_CUDA_H_
+#define TERN_TERN_CUDA_H_
+
+#include <cuda_runtime_api.h>
+
+#include "tern/tern.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ternResult_t ternAllReduceOnStream(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype,
+                                   ternRedOp_t op, ternComm_t comm, cudaStream_t stream);
+ternResult_t ternAllGatherOnStream(const void* sendbuff, void* recvbuff, size_t sendcount, ternDataType_t datatype,
+                                   ternComm_t comm, cudaStream_t stream);
+ternResult_t ternReduceScatterOnStream(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                       ternDataType_t datatype, ternRedOp_t op, ternComm_t comm, cudaStream_t stream);
+/** sendbuff is read on root only. */
+ternResult_t ternBroadcastOnStream(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype,
+                                   int root, ternComm_t comm, cudaStream_t stream);
+/** recvbuff is written on root only. */
+ternResult_t ternReduceOnStream(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype,
+                                ternRedOp_t op, int root, ternComm_t comm, cudaStream_t stream);
+ternResult_t ternAlltoAllOnStream(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype,
+                                  ternComm_t comm, cudaStream_t stream);
+ternResult_t ternAlltoAllvOnStream(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[],
+                                   void* recvbuff, const size_t recvcounts[], const size_t rdispls[],
+                                   ternDataType_t datatype, ternComm_t comm, cudaStream_t stream);
+ternResult_t ternSendOnStream(const void* sendbuff, size_t count, ternDataType_t datatype, int peer, ternComm_t comm,
+                              cudaStream_t stream);
+ternResult_t ternRecvOnStream(void* recvbuff, size_t count, ternDataType_t datatype, int peer, ternComm_t comm,
+                              cudaStream_t stream);
+/** Every rank's stream reaches the barrier before any rank's stream goes past it. */
+ternResult_t ternBarrierOnStream(ternComm_t comm, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TERN_TERN_CUDA_H_ */
