@@ -1,19 +1,27 @@
-// Collectives and point-to-point on host buffers: each completes before returning; the stream is unused.
+// Collectives and point-to-point. Host buffers: each completes before returning, the stream unused. Device buffers:
+// tern's stream-ordered calls (tern_cuda.h), enqueued on the stream as NCCL's are.
 #include <cstdint>
 #include <memory>
 
 #include "shim_internal.hpp"
+#include "tern/tern_cuda.h"
 
 using namespace tern::nccl;
 
 NCCL_SHIM_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclAllReduce";
   int rank = 0, size = 0;
   SHIM_CHECK(commShape(comm, &rank, &size, fn));
   SHIM_CHECK(checkType(datatype, fn));
-  SHIM_CHECK(checkHost(sendbuff, count, typeSize(datatype), fn, "sendbuff"));
-  SHIM_CHECK(checkHost(recvbuff, count, typeSize(datatype), fn, "recvbuff"));
+  bool device = false;
+  SHIM_CHECK(checkBuffer(sendbuff, count, typeSize(datatype), fn, "sendbuff", &device));
+  SHIM_CHECK(checkBuffer(recvbuff, count, typeSize(datatype), fn, "recvbuff", &device));
+  if (device) {
+    SHIM_CHECK(builtInOnDevice(op, fn));
+    return fromTern(ternAllReduceOnStream(sendbuff, recvbuff, count, static_cast<ternDataType_t>(datatype),
+                                          static_cast<ternRedOp_t>(op), toTern(comm), stream));
+  }
   ternRedOp_t top;
   const void* input = nullptr;
   std::unique_ptr<char[]> scratch;
@@ -23,14 +31,20 @@ NCCL_SHIM_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, s
 }
 
 NCCL_SHIM_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t) {
+                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclReduce";
   int rank = 0, size = 0;
   SHIM_CHECK(commShape(comm, &rank, &size, fn));
   SHIM_CHECK(checkType(datatype, fn));
+  bool device = false;
   if (root < 0 || root >= size) return fail(ncclInvalidArgument, "%s: root %d out of range [0, %d)", fn, root, size);
-  SHIM_CHECK(checkHost(sendbuff, count, typeSize(datatype), fn, "sendbuff"));
-  if (rank == root) SHIM_CHECK(checkHost(recvbuff, count, typeSize(datatype), fn, "recvbuff"));
+  SHIM_CHECK(checkBuffer(sendbuff, count, typeSize(datatype), fn, "sendbuff", &device));
+  if (rank == root) SHIM_CHECK(checkBuffer(recvbuff, count, typeSize(datatype), fn, "recvbuff", &device));
+  if (device) {
+    SHIM_CHECK(builtInOnDevice(op, fn));
+    return fromTern(ternReduceOnStream(sendbuff, recvbuff, count, static_cast<ternDataType_t>(datatype),
+                                       static_cast<ternRedOp_t>(op), root, toTern(comm), stream));
+  }
   ternRedOp_t top;
   const void* input = nullptr;
   std::unique_ptr<char[]> scratch;
@@ -41,17 +55,24 @@ NCCL_SHIM_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size
 }
 
 NCCL_SHIM_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                             cudaStream_t stream) {
   const char* fn = "ncclReduceScatter";
   int rank = 0, size = 0;
   SHIM_CHECK(commShape(comm, &rank, &size, fn));
   SHIM_CHECK(checkType(datatype, fn));
+  bool device = false;
   if (recvcount > SIZE_MAX / static_cast<size_t>(size)) {
     return fail(ncclInvalidArgument, "%s: recvcount %zu overflows the size of sendbuff", fn, recvcount);
   }
   const size_t sendcount = recvcount * static_cast<size_t>(size);
-  SHIM_CHECK(checkHost(sendbuff, sendcount, typeSize(datatype), fn, "sendbuff"));
-  SHIM_CHECK(checkHost(recvbuff, recvcount, typeSize(datatype), fn, "recvbuff"));
+  SHIM_CHECK(checkBuffer(sendbuff, sendcount, typeSize(datatype), fn, "sendbuff", &device));
+  SHIM_CHECK(checkBuffer(recvbuff, recvcount, typeSize(datatype), fn, "recvbuff", &device));
+  if (device) {
+    SHIM_CHECK(builtInOnDevice(op, fn));
+    return fromTern(ternReduceScatterOnStream(sendbuff, recvbuff, recvcount, static_cast<ternDataType_t>(datatype),
+                                              static_cast<ternRedOp_t>(op), toTern(comm), stream));
+  }
   ternRedOp_t top;
   const void* input = nullptr;
   std::unique_ptr<char[]> scratch;
@@ -62,28 +83,38 @@ NCCL_SHIM_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuf
 }
 
 NCCL_SHIM_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t) {
+                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclAllGather";
   int rank = 0, size = 0;
   SHIM_CHECK(commShape(comm, &rank, &size, fn));
   SHIM_CHECK(checkType(datatype, fn));
+  bool device = false;
   if (sendcount > SIZE_MAX / static_cast<size_t>(size)) {
     return fail(ncclInvalidArgument, "%s: sendcount %zu overflows the size of recvbuff", fn, sendcount);
   }
-  SHIM_CHECK(checkHost(sendbuff, sendcount, typeSize(datatype), fn, "sendbuff"));
-  SHIM_CHECK(checkHost(recvbuff, sendcount * size, typeSize(datatype), fn, "recvbuff"));
+  SHIM_CHECK(checkBuffer(sendbuff, sendcount, typeSize(datatype), fn, "sendbuff", &device));
+  SHIM_CHECK(checkBuffer(recvbuff, sendcount * size, typeSize(datatype), fn, "recvbuff", &device));
+  if (device) {
+    return fromTern(ternAllGatherOnStream(sendbuff, recvbuff, sendcount, static_cast<ternDataType_t>(datatype),
+                                          toTern(comm), stream));
+  }
   return fromTern(ternAllGather(sendbuff, recvbuff, sendcount, static_cast<ternDataType_t>(datatype), toTern(comm)));
 }
 
 NCCL_SHIM_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                         int root, ncclComm_t comm, cudaStream_t) {
+                                         int root, ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclBroadcast";
   int rank = 0, size = 0;
   SHIM_CHECK(commShape(comm, &rank, &size, fn));
   SHIM_CHECK(checkType(datatype, fn));
+  bool device = false;
   if (root < 0 || root >= size) return fail(ncclInvalidArgument, "%s: root %d out of range [0, %d)", fn, root, size);
-  if (rank == root) SHIM_CHECK(checkHost(sendbuff, count, typeSize(datatype), fn, "sendbuff"));
-  SHIM_CHECK(checkHost(recvbuff, count, typeSize(datatype), fn, "recvbuff"));
+  if (rank == root) SHIM_CHECK(checkBuffer(sendbuff, count, typeSize(datatype), fn, "sendbuff", &device));
+  SHIM_CHECK(checkBuffer(recvbuff, count, typeSize(datatype), fn, "recvbuff", &device));
+  if (device) {
+    return fromTern(ternBroadcastOnStream(sendbuff, recvbuff, count, static_cast<ternDataType_t>(datatype), root,
+                                          toTern(comm), stream));
+  }
   return fromTern(ternBroadcast(sendbuff, recvbuff, count, static_cast<ternDataType_t>(datatype), root, toTern(comm)));
 }
 
@@ -93,54 +124,74 @@ NCCL_SHIM_API ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t da
 }
 
 NCCL_SHIM_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                        ncclComm_t comm, cudaStream_t) {
+                                        ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclAlltoAll";
   int rank = 0, size = 0;
   SHIM_CHECK(commShape(comm, &rank, &size, fn));
   SHIM_CHECK(checkType(datatype, fn));
+  bool device = false;
   if (count > SIZE_MAX / static_cast<size_t>(size)) {
     return fail(ncclInvalidArgument, "%s: count %zu overflows the size of the buffers", fn, count);
   }
-  SHIM_CHECK(checkHost(sendbuff, count * size, typeSize(datatype), fn, "sendbuff"));
-  SHIM_CHECK(checkHost(recvbuff, count * size, typeSize(datatype), fn, "recvbuff"));
+  SHIM_CHECK(checkBuffer(sendbuff, count * size, typeSize(datatype), fn, "sendbuff", &device));
+  SHIM_CHECK(checkBuffer(recvbuff, count * size, typeSize(datatype), fn, "recvbuff", &device));
+  if (device)
+    return fromTern(
+        ternAlltoAllOnStream(sendbuff, recvbuff, count, static_cast<ternDataType_t>(datatype), toTern(comm), stream));
   return fromTern(ternAlltoAll(sendbuff, recvbuff, count, static_cast<ternDataType_t>(datatype), toTern(comm)));
 }
 
 NCCL_SHIM_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-                                    ncclComm_t comm, cudaStream_t) {
+                                    ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclSend";
   int rank = 0, size = 0;
   SHIM_CHECK(commShape(comm, &rank, &size, fn));
   SHIM_CHECK(checkType(datatype, fn));
-  SHIM_CHECK(checkHost(sendbuff, count, typeSize(datatype), fn, "sendbuff"));
+  bool device = false;
+  SHIM_CHECK(checkBuffer(sendbuff, count, typeSize(datatype), fn, "sendbuff", &device));
+  if (device)
+    return fromTern(
+        ternSendOnStream(sendbuff, count, static_cast<ternDataType_t>(datatype), peer, toTern(comm), stream));
   return fromTern(ternSend(sendbuff, count, static_cast<ternDataType_t>(datatype), peer, toTern(comm)));
 }
 
 NCCL_SHIM_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-                                    cudaStream_t) {
+                                    cudaStream_t stream) {
   const char* fn = "ncclRecv";
   int rank = 0, size = 0;
   SHIM_CHECK(commShape(comm, &rank, &size, fn));
   SHIM_CHECK(checkType(datatype, fn));
-  SHIM_CHECK(checkHost(recvbuff, count, typeSize(datatype), fn, "recvbuff"));
+  bool device = false;
+  SHIM_CHECK(checkBuffer(recvbuff, count, typeSize(datatype), fn, "recvbuff", &device));
+  if (device)
+    return fromTern(
+        ternRecvOnStream(recvbuff, count, static_cast<ternDataType_t>(datatype), peer, toTern(comm), stream));
   return fromTern(ternRecv(recvbuff, count, static_cast<ternDataType_t>(datatype), peer, toTern(comm)));
 }
 
 // Gather and Scatter are point-to-point groups: root receives (sends) one block per rank, its own block included
 // as a send to itself, which tern turns into a local copy in issue order. In place, root's own block stays.
 NCCL_SHIM_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                      int root, ncclComm_t comm, cudaStream_t) {
+                                      int root, ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclGather";
   int rank = 0, size = 0;
   SHIM_CHECK(commShape(comm, &rank, &size, fn));
   SHIM_CHECK(checkType(datatype, fn));
+  bool device = false;
   if (root < 0 || root >= size) return fail(ncclInvalidArgument, "%s: root %d out of range [0, %d)", fn, root, size);
   if (count > SIZE_MAX / static_cast<size_t>(size) / typeSize(datatype)) {
     return fail(ncclInvalidArgument, "%s: count %zu overflows the size of recvbuff", fn, count);
   }
   const size_t block = count * typeSize(datatype);
-  SHIM_CHECK(checkHost(sendbuff, count, typeSize(datatype), fn, "sendbuff"));
-  if (rank == root) SHIM_CHECK(checkHost(recvbuff, count * size, typeSize(datatype), fn, "recvbuff"));
+  SHIM_CHECK(checkBuffer(sendbuff, count, typeSize(datatype), fn, "sendbuff", &device));
+  if (rank == root) SHIM_CHECK(checkBuffer(recvbuff, count * size, typeSize(datatype), fn, "recvbuff", &device));
+  if (device) {
+    return fail(ncclInvalidUsage,
+                "%s: device buffers are not supported by tern's %s yet (a group of sends and "
+                "receives; the staged device path runs single calls)",
+                fn, fn);
+  }
+  (void)stream;
   const ternDataType_t t = static_cast<ternDataType_t>(datatype);
   const ternComm_t c = toTern(comm);
   if (ternGroupStart() != ternSuccess) return fromTern(ternInternalError);
@@ -161,18 +212,26 @@ NCCL_SHIM_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size
 }
 
 NCCL_SHIM_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                       int root, ncclComm_t comm, cudaStream_t) {
+                                       int root, ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclScatter";
   int rank = 0, size = 0;
   SHIM_CHECK(commShape(comm, &rank, &size, fn));
   SHIM_CHECK(checkType(datatype, fn));
+  bool device = false;
   if (root < 0 || root >= size) return fail(ncclInvalidArgument, "%s: root %d out of range [0, %d)", fn, root, size);
   if (count > SIZE_MAX / static_cast<size_t>(size) / typeSize(datatype)) {
     return fail(ncclInvalidArgument, "%s: count %zu overflows the size of sendbuff", fn, count);
   }
   const size_t block = count * typeSize(datatype);
-  if (rank == root) SHIM_CHECK(checkHost(sendbuff, count * size, typeSize(datatype), fn, "sendbuff"));
-  SHIM_CHECK(checkHost(recvbuff, count, typeSize(datatype), fn, "recvbuff"));
+  if (rank == root) SHIM_CHECK(checkBuffer(sendbuff, count * size, typeSize(datatype), fn, "sendbuff", &device));
+  SHIM_CHECK(checkBuffer(recvbuff, count, typeSize(datatype), fn, "recvbuff", &device));
+  if (device) {
+    return fail(ncclInvalidUsage,
+                "%s: device buffers are not supported by tern's %s yet (a group of sends and "
+                "receives; the staged device path runs single calls)",
+                fn, fn);
+  }
+  (void)stream;
   const ternDataType_t t = static_cast<ternDataType_t>(datatype);
   const ternComm_t c = toTern(comm);
   if (ternGroupStart() != ternSuccess) return fromTern(ternInternalError);

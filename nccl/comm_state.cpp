@@ -58,7 +58,26 @@ ncclResult_t checkType(ncclDataType_t t, const char* fn) {
   return ncclSuccess;
 }
 
-// The one place that routes by memory kind: host buffers continue to tern's host path.
+// The one place that routes by memory kind: host buffers go to tern's host calls, device buffers to its
+// stream-ordered calls (tern_cuda.h) on the caller's stream.
+ncclResult_t checkBuffer(const void* p, size_t count, size_t elementBytes, const char* fn, const char* what,
+                         bool* onDevice) {
+  if (count != 0 && elementBytes != 0 && count > SIZE_MAX / elementBytes) {
+    return fail(ncclInvalidArgument, "%s: count %zu overflows the size of %s", fn, count, what);
+  }
+  if (classifyBuffer(p, count * elementBytes) == BufferKind::kDevice) *onDevice = true;
+  return ncclSuccess;
+}
+
+ncclResult_t builtInOnDevice(ncclRedOp_t op, const char* fn) {
+  if (static_cast<int>(op) >= 0 && static_cast<int>(op) < ncclNumOps) return ncclSuccess;
+  return fail(ncclInvalidUsage,
+              "%s: a PreMulSum reduction (ncclRedOpCreatePreMulSum) on device buffers is not supported by tern yet; "
+              "scale the input first and use ncclSum",
+              fn);
+}
+
+// Host memory only (registration of host buffers).
 ncclResult_t checkHost(const void* p, size_t count, size_t elementBytes, const char* fn, const char* what) {
   if (count != 0 && elementBytes != 0 && count > SIZE_MAX / elementBytes) {
     return fail(ncclInvalidArgument, "%s: count %zu overflows the size of %s", fn, count, what);

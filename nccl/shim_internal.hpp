@@ -83,6 +83,11 @@ size_t typeSize(ncclDataType_t t);
 ncclResult_t checkType(ncclDataType_t t, const char* fn);
 // The one place that routes by memory kind: host buffers continue to tern's host path.
 ncclResult_t checkHost(const void* p, size_t count, size_t elementBytes, const char* fn, const char* what);
+// Checks a collective's buffer and sets *onDevice when it is CUDA device memory (the call then goes to tern's
+// stream-ordered calls); a PreMulSum op is refused on device buffers (builtInOnDevice).
+ncclResult_t checkBuffer(const void* p, size_t count, size_t elementBytes, const char* fn, const char* what,
+                         bool* onDevice);
+ncclResult_t builtInOnDevice(ncclRedOp_t op, const char* fn);
 // Rank and size of comm, with tern's messages for bad handles.
 ncclResult_t commShape(ncclComm_t comm, int* rank, int* size, const char* fn);
 

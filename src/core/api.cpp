@@ -174,7 +174,10 @@ ternResult_t launchOnStream(Communicator& c, const std::shared_ptr<Operation>& o
   }
   std::string why;
   DeviceStreams* streams = deviceStreams(&why);
-  if (streams == nullptr) throwError(ternInvalidUsage, "stream-ordered %s: %s", what, why.c_str());
+  if (streams == nullptr) {
+    throwError(ternInvalidUsage, "stream-ordered %s (device buffers on a CUDA stream) needs the CUDA driver: %s", what,
+               why.c_str());
+  }
   c.enterCall();
   struct Exit {
     Communicator& c;

@@ -662,20 +662,22 @@ static void checkErrors(ncclComm_t comm, int rank, int n) {
   expectError(ncclAllReduce(NULL, buf, 4, ncclFloat32, ncclSum, comm, NULL), ncclInvalidArgument, "NULL",
               "null sendbuff");
   expectError(ncclGroupEnd(), ncclInvalidUsage, "ncclGroupEnd", "unmatched ncclGroupEnd");
-  /* A device-like buffer: CUDA keeps device memory in ranges the host cannot read; one such range is made here */
+  /* A device-like buffer: CUDA keeps device memory in ranges the host cannot read; one such range is made here.
+   * Device buffers go to tern's stream-ordered calls, which need the CUDA driver: without one (this test runs
+   * where there is none) the call says so, never touching the buffer. */
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   void* device = mmap(NULL, page * 4, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   CHECK(device != MAP_FAILED, "mmap");
-  expectError(ncclAllReduce(device, buf, 4, ncclFloat32, ncclSum, comm, NULL), ncclInvalidUsage, "device path",
+  expectError(ncclAllReduce(device, buf, 4, ncclFloat32, ncclSum, comm, NULL), ncclInvalidUsage, "CUDA driver",
               "device sendbuff");
-  expectError(ncclAllGather(buf, device, 4, ncclFloat32, comm, NULL), ncclInvalidUsage, "device path",
+  expectError(ncclAllGather(buf, device, 4, ncclFloat32, comm, NULL), ncclInvalidUsage, "CUDA driver",
               "device recvbuff");
-  expectError(ncclSend(device, 4, ncclFloat32, 0, comm, NULL), ncclInvalidUsage, "device path", "device send");
+  expectError(ncclSend(device, 4, ncclFloat32, 0, comm, NULL), ncclInvalidUsage, "CUDA driver", "device send");
   /* the last byte counts too: a host buffer running into the device range */
   char* edge = mmap(NULL, page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   CHECK(edge != MAP_FAILED && mprotect(edge + page, page, PROT_NONE) == 0, "mmap/mprotect");
   expectError(ncclBroadcast(edge + page - 8, edge + page - 8, 4, ncclFloat32, 0, comm, NULL), ncclInvalidUsage,
-              "device path", "buffer ending in a device range");
+              "CUDA driver", "buffer ending in a device range");
   void* handle = NULL;
   expectError(ncclCommRegister(comm, device, page, &handle), ncclInvalidUsage, "device path", "register device");
   NCCL_OK(ncclCommRegister(comm, buf, sizeof buf, &handle));
