@@ -185,15 +185,15 @@ NCCL_SHIM_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size
   const size_t block = count * typeSize(datatype);
   SHIM_CHECK(checkBuffer(sendbuff, count, typeSize(datatype), fn, "sendbuff", &device));
   if (rank == root) SHIM_CHECK(checkBuffer(recvbuff, count * size, typeSize(datatype), fn, "recvbuff", &device));
-  if (device) {
-    return fail(ncclInvalidUsage,
-                "%s: device buffers are not supported by tern's %s yet (a group of sends and "
-                "receives; the staged device path runs single calls)",
-                fn, fn);
-  }
-  (void)stream;
   const ternDataType_t t = static_cast<ternDataType_t>(datatype);
   const ternComm_t c = toTern(comm);
+  // Device buffers: the same group of stream-ordered sends and receives, enqueued on the stream at the group's end.
+  auto send = [&](const void* b, int peer) {
+    return device ? ternSendOnStream(b, count, t, peer, c, stream) : ternSend(b, count, t, peer, c);
+  };
+  auto recv = [&](void* b, int peer) {
+    return device ? ternRecvOnStream(b, count, t, peer, c, stream) : ternRecv(b, count, t, peer, c);
+  };
   if (ternGroupStart() != ternSuccess) return fromTern(ternInternalError);
   ternResult_t r = ternSuccess;
   if (rank == root) {
@@ -201,11 +201,11 @@ NCCL_SHIM_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size
     const bool inPlace = sendbuff == out + static_cast<size_t>(root) * block;
     for (int p = 0; p < size && r == ternSuccess; ++p) {
       if (p == root && inPlace) continue;
-      if (p == root) r = ternSend(sendbuff, count, t, root, c);
-      if (r == ternSuccess) r = ternRecv(out + static_cast<size_t>(p) * block, count, t, p, c);
+      if (p == root) r = send(sendbuff, root);
+      if (r == ternSuccess) r = recv(out + static_cast<size_t>(p) * block, p);
     }
   } else {
-    r = ternSend(sendbuff, count, t, root, c);
+    r = send(sendbuff, root);
   }
   ternResult_t end = ternGroupEnd();
   return fromTern(r != ternSuccess ? r : end);
@@ -225,15 +225,15 @@ NCCL_SHIM_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, siz
   const size_t block = count * typeSize(datatype);
   if (rank == root) SHIM_CHECK(checkBuffer(sendbuff, count * size, typeSize(datatype), fn, "sendbuff", &device));
   SHIM_CHECK(checkBuffer(recvbuff, count, typeSize(datatype), fn, "recvbuff", &device));
-  if (device) {
-    return fail(ncclInvalidUsage,
-                "%s: device buffers are not supported by tern's %s yet (a group of sends and "
-                "receives; the staged device path runs single calls)",
-                fn, fn);
-  }
-  (void)stream;
   const ternDataType_t t = static_cast<ternDataType_t>(datatype);
   const ternComm_t c = toTern(comm);
+  // Device buffers: the same group of stream-ordered sends and receives, enqueued on the stream at the group's end.
+  auto send = [&](const void* b, int peer) {
+    return device ? ternSendOnStream(b, count, t, peer, c, stream) : ternSend(b, count, t, peer, c);
+  };
+  auto recv = [&](void* b, int peer) {
+    return device ? ternRecvOnStream(b, count, t, peer, c, stream) : ternRecv(b, count, t, peer, c);
+  };
   if (ternGroupStart() != ternSuccess) return fromTern(ternInternalError);
   ternResult_t r = ternSuccess;
   if (rank == root) {
@@ -241,11 +241,11 @@ NCCL_SHIM_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, siz
     const bool inPlace = recvbuff == in + static_cast<size_t>(root) * block;
     for (int p = 0; p < size && r == ternSuccess; ++p) {
       if (p == root && inPlace) continue;
-      r = ternSend(in + static_cast<size_t>(p) * block, count, t, p, c);
-      if (r == ternSuccess && p == root) r = ternRecv(recvbuff, count, t, root, c);
+      r = send(in + static_cast<size_t>(p) * block, p);
+      if (r == ternSuccess && p == root) r = recv(recvbuff, root);
     }
   } else {
-    r = ternRecv(recvbuff, count, t, root, c);
+    r = recv(recvbuff, root);
   }
   ternResult_t end = ternGroupEnd();
   return fromTern(r != ternSuccess ? r : end);

@@ -12,7 +12,8 @@
  * How it runs today: device buffers are staged through pinned host memory by copies on the stream, and the
  * collective runs over tern's host transports (any of them, compression included, e.g. TERN_COMPRESS). Needs
  * the CUDA driver (libcuda.so.1, CUDA 12 or newer), loaded at the first call; libtern itself links no CUDA library.
- * Not yet: these calls inside ternGroupStart/ternGroupEnd.
+ * Inside ternGroupStart/ternGroupEnd they are recorded and enqueued when the group ends; sends and receives to and
+ * from peers on one stream then run as one batch, as NCCL's grouped point-to-point calls do.
  *
  * This header includes the CUDA runtime's for cudaStream_t; tern.h alone never needs CUDA headers.
  */

@@ -166,12 +166,6 @@ struct Launch {
 // Stages op's device buffers and enqueues it on the stream (core/staged_device_calls.hpp).
 ternResult_t launchOnStream(Communicator& c, const std::shared_ptr<Operation>& op, void* stream) {
   const char* what = collectiveName(op->args.coll);
-  if (groupOpen()) {
-    throwError(ternInvalidUsage,
-               "stream-ordered %s inside ternGroupStart/ternGroupEnd: not supported by the staged device path yet; "
-               "call it outside the group",
-               what);
-  }
   std::string why;
   DeviceStreams* streams = deviceStreams(&why);
   if (streams == nullptr) {
@@ -190,7 +184,13 @@ ternResult_t launchOnStream(Communicator& c, const std::shared_ptr<Operation>& o
 // Submits op now (or records it in the open group); with a request it is asynchronous, on a stream
 // stream-ordered. c is comm's communicator, held by the caller.
 ternResult_t launch(ternComm_t comm, Communicator& c, std::shared_ptr<Operation> op, const Launch& how) {
-  if (how.streamOrdered) return launchOnStream(c, op, how.stream);
+  if (how.streamOrdered) {
+    if (groupOpen()) {
+      recordInGroup(comm, std::move(op), true, how.stream);
+      return ternSuccess;
+    }
+    return launchOnStream(c, op, how.stream);
+  }
   ternRequest_t* request = how.request;
   if (groupOpen()) {
     if (request != nullptr) *request = nullptr;
@@ -790,16 +790,18 @@ TERN_API ternResult_t ternGroupEnd(void) {
   if (ops.empty()) return ternSuccess;
   auto handleOf = [](const GroupedCall& call) { return static_cast<ternComm_t>(const_cast<void*>(call.handle)); };
   if (ops.size() == 1) {
+    const Launch how = ops[0].streamOrdered ? Launch::onStream(ops[0].stream) : Launch(nullptr);
     return guarded(
-        [&] { return launch(handleOf(ops[0]), *acquireComm(handleOf(ops[0]), "ternGroupEnd"), ops[0].op, nullptr); });
+        [&] { return launch(handleOf(ops[0]), *acquireComm(handleOf(ops[0]), "ternGroupEnd"), ops[0].op, how); });
   }
-  // Several communicators (e.g. one thread driving several ranks): start all, then wait for all, so that they can
-  // depend on each other.
+  // Several calls (e.g. one thread driving several ranks): start all, then wait for all, so that they can depend on
+  // each other. Stream-ordered calls are enqueued on their streams, which order them from there.
   std::vector<ternRequest_t> requests(ops.size(), nullptr);
   ternResult_t first = ternSuccess;
   for (size_t i = 0; i < ops.size(); ++i) {
     ternResult_t r = guarded([&] {
-      return launch(handleOf(ops[i]), *acquireComm(handleOf(ops[i]), "ternGroupEnd"), ops[i].op, &requests[i]);
+      const Launch how = ops[i].streamOrdered ? Launch::onStream(ops[i].stream) : Launch(&requests[i]);
+      return launch(handleOf(ops[i]), *acquireComm(handleOf(ops[i]), "ternGroupEnd"), ops[i].op, how);
     });
     if (r != ternSuccess && first == ternSuccess) first = r;
   }

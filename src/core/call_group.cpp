@@ -13,14 +13,17 @@ void openGroup() { ++groupDepth; }
 
 bool groupOpen() { return groupDepth > 0; }
 
-void recordInGroup(const void* handle, std::shared_ptr<Operation> op) {
-  if (op->args.coll == Collective::kPointToPoint && !groupCalls.empty() && groupCalls.back().handle == handle &&
-      groupCalls.back().op->args.coll == Collective::kPointToPoint) {
-    auto& dst = groupCalls.back().op->transfers;
-    dst.insert(dst.end(), op->transfers.begin(), op->transfers.end());
-    return;
+void recordInGroup(const void* handle, std::shared_ptr<Operation> op, bool streamOrdered, void* stream) {
+  if (op->args.coll == Collective::kPointToPoint && !groupCalls.empty()) {
+    GroupedCall& last = groupCalls.back();
+    if (last.handle == handle && last.op->args.coll == Collective::kPointToPoint &&
+        last.streamOrdered == streamOrdered && last.stream == stream) {
+      auto& dst = last.op->transfers;
+      dst.insert(dst.end(), op->transfers.begin(), op->transfers.end());
+      return;
+    }
   }
-  groupCalls.push_back({handle, std::move(op)});
+  groupCalls.push_back({handle, std::move(op), streamOrdered, stream});
 }
 
 bool closeGroup(std::vector<GroupedCall>* toRun) {

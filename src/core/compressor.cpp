@@ -3,8 +3,8 @@
 #include <cstring>
 #include <vector>
 
-#include "compress/codec_factory.hpp"
 #include "base/error.hpp"
+#include "compress/codec_factory.hpp"
 
 namespace tern {
 
