@@ -136,9 +136,11 @@ void StagedDeviceCalls::launch(Communicator& comm, const std::shared_ptr<Operati
       uses.push_back(
           {static_cast<const char*>(op->input), in, !(a.coll == Collective::kBroadcast && me != a.root), false});
     }
+    // Alltoallv writes its blocks only, not the gaps between them, which must keep what the device holds: its
+    // output is staged in as well.
     if (out > 0 && op->output != nullptr) {
-      uses.push_back(
-          {static_cast<const char*>(op->output), out, false, !(a.coll == Collective::kReduce && me != a.root)});
+      uses.push_back({static_cast<const char*>(op->output), out, a.coll == Collective::kAlltoAllv,
+                      !(a.coll == Collective::kReduce && me != a.root)});
     }
   }
 

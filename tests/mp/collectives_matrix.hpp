@@ -32,9 +32,11 @@
 #include <iterator>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "common/reference.hpp"
+#include "common/stream_calls.hpp"
 #include "mp/rank_check.hpp"
 #include "tern/tern.h"
 
@@ -93,7 +95,41 @@ inline uint64_t mix(uint64_t x) {  // splitmix64's finalizer: every input bit mo
   return x ^ (x >> 31);
 }
 
-// A buffer of at least one byte (no pointer is NULL) from the heap or from ternMemAlloc.
+// Device mode (tests/mp/device_check.cpp with host threads posing as CUDA streams, tests/gpu/device_check.cpp on a
+// GPU): every Buffer also has a mirror in device memory, and each collective runs as tern_cuda.h's stream-ordered
+// call on the mirrors (viaDevice): the host buffers go up before the call, the stream is synchronized, and
+// everything comes back down, so the checks below read what the device holds, noise included.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual void* alloc(size_t bytes) = 0;
+  virtual void release(void* p) = 0;
+  virtual void upload(void* device, const void* host, size_t bytes) = 0;
+  virtual void download(void* host, const void* device, size_t bytes) = 0;
+  virtual cudaStream_t stream() = 0;
+  virtual void synchronize() = 0;
+};
+inline DeviceMemory* device = nullptr;
+
+class Buffer;
+inline std::vector<Buffer*>& liveBuffers() {
+  static std::vector<Buffer*> live;
+  return live;
+}
+
+// The communicator among a call's arguments.
+inline ternComm_t lastComm() { return nullptr; }
+template <typename First, typename... Rest>
+ternComm_t lastComm(First first, Rest... rest) {
+  if constexpr (std::is_same_v<First, ternComm_t>) {
+    return first;
+  } else {
+    return lastComm(rest...);
+  }
+}
+
+// A buffer of at least one byte (no pointer is NULL) from the heap or from ternMemAlloc, and in device mode its
+// device mirror.
 class Buffer {
  public:
   Buffer(size_t bytes, bool registered) : bytes_(bytes), registered_(registered) {
@@ -106,14 +142,26 @@ class Buffer {
       p_ = static_cast<char*>(std::malloc(allocated));
       CHECK(p_ != nullptr, "allocating %zu bytes", allocated);
     }
+    if (device != nullptr) {
+      mirror_ = static_cast<char*>(device->alloc(allocated));
+      liveBuffers().push_back(this);
+    }
   }
-  Buffer(Buffer&& other) noexcept : p_(other.p_), bytes_(other.bytes_), registered_(other.registered_) {
+  Buffer(Buffer&& other) noexcept
+      : p_(other.p_), mirror_(other.mirror_), bytes_(other.bytes_), registered_(other.registered_) {
     other.p_ = nullptr;
+    other.mirror_ = nullptr;
     other.registered_ = false;
+    if (mirror_ != nullptr) liveBuffers().push_back(this);
   }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() {
+    if (mirror_ != nullptr) {
+      device->release(mirror_);
+      auto& live = liveBuffers();
+      live.erase(std::remove(live.begin(), live.end(), this), live.end());
+    }
     if (registered_) {
       ternMemFree(p_);
     } else {
@@ -123,12 +171,47 @@ class Buffer {
   char* data() { return p_; }
   const char* data() const { return p_; }
   size_t size() const { return bytes_; }
+  char* mirror() const { return mirror_; }
+  bool holds(const void* p) const {
+    const char* c = static_cast<const char*>(p);
+    return p_ != nullptr && c >= p_ && c <= p_ + std::max<size_t>(bytes_, 8);
+  }
 
  private:
   char* p_ = nullptr;
+  char* mirror_ = nullptr;
   size_t bytes_;
   bool registered_;
 };
+
+// The device address of a pointer into a live Buffer; anything else (counts, arrays, the communicator) as it is.
+template <typename T>
+T onDevice(T v) {
+  return v;
+}
+template <typename T>
+T* onDevice(T* p) {
+  if constexpr (std::is_same_v<std::remove_const_t<T>, char> || std::is_same_v<std::remove_const_t<T>, void>) {
+    for (Buffer* b : liveBuffers()) {
+      if (b->holds(p)) return reinterpret_cast<T*>(b->mirror() + (reinterpret_cast<const char*>(p) - b->data()));
+    }
+  }
+  return p;
+}
+
+// host(args...) on the host, or in device mode onStream(args on the device..., the stream), synchronized, with every
+// live buffer uploaded before and downloaded after.
+template <typename Host, typename OnStream, typename... Args>
+ternResult_t viaDevice(Host host, OnStream onStream, Args... args) {
+  if (device == nullptr) return host(args...);
+  for (Buffer* b : liveBuffers()) device->upload(b->mirror(), b->data(), std::max<size_t>(b->size(), 8));
+  const ternResult_t r = onStream(onDevice(args)..., device->stream());
+  if (r != ternSuccess) return r;
+  device->synchronize();
+  for (Buffer* b : liveBuffers()) device->download(b->data(), b->mirror(), std::max<size_t>(b->size(), 8));
+  ternResult_t async = ternSuccess;
+  return ternCommGetAsyncError(lastComm(args...), &async) == ternSuccess ? async : ternInternalError;
+}
 
 // Rank r's inputs are small integers, exact in every datatype, whose sums and products over <= 8 ranks are exact in
 // every order (fp16/bf16: |v| <= 5; products of 1, 2, -1); the int8/uint8 range makes sums wrap. Unsigned types
@@ -289,7 +372,7 @@ inline void allReduce(ternComm_t comm, const Combo& c) {
   Buffer in = noise(c.count, c, c.seed), out = noise(c.count, c, ~c.seed);
   fillInputs(in.data(), 0, c.count, c, rank, 0);
   char* dst = c.inPlace ? in.data() : out.data();
-  OK(ternAllReduce(in.data(), dst, c.count, c.type, c.op, comm), comm);
+  OK(viaDevice(ternAllReduce, ternAllReduceOnStream, in.data(), dst, c.count, c.type, c.op, comm), comm);
   expectElements(dst, 0, reference(c, c.count, 0).data(), c.count, c.type, "allreduce", c);
   expectSameOnEveryRank(comm, dst, c.count * es, "allreduce", c);
 }
@@ -299,7 +382,7 @@ inline void allGather(ternComm_t comm, const Combo& c) {
   Buffer out = noise(c.count * nranks, c, c.seed), in = noise(c.count, c, ~c.seed);
   char* src = c.inPlace ? out.data() + rank * c.count * es : in.data();
   fillInputs(src, 0, c.count, c, rank, 0);
-  OK(ternAllGather(src, out.data(), c.count, c.type, comm), comm);
+  OK(viaDevice(ternAllGather, ternAllGatherOnStream, src, out.data(), c.count, c.type, comm), comm);
   for (int r = 0; r < nranks; ++r) {
     expectInputs(out.data(), r * c.count, c.count, c, r, 0, "allgather", ", block of rank " + std::to_string(r));
   }
@@ -311,7 +394,7 @@ inline void reduceScatter(ternComm_t comm, const Combo& c) {
   Buffer in = noise(c.count * nranks, c, c.seed), out = noise(c.count, c, ~c.seed);
   fillInputs(in.data(), 0, c.count * nranks, c, rank, 0);
   char* dst = c.inPlace ? in.data() + rank * c.count * es : out.data();
-  OK(ternReduceScatter(in.data(), dst, c.count, c.type, c.op, comm), comm);
+  OK(viaDevice(ternReduceScatter, ternReduceScatterOnStream, in.data(), dst, c.count, c.type, c.op, comm), comm);
   expectElements(dst, 0, reference(c, c.count, rank * c.count).data(), c.count, c.type, "reduce-scatter", c);
 }
 
@@ -321,7 +404,7 @@ inline void broadcast(ternComm_t comm, const Combo& c) {
   Buffer in = noise(c.count, c, c.seed), out = noise(c.count, c, ~c.seed);
   if (rank == root) fillInputs(in.data(), 0, c.count, c, root, 0);
   char* dst = c.inPlace ? in.data() : out.data();
-  OK(ternBroadcast(in.data(), dst, c.count, c.type, root, comm), comm);
+  OK(viaDevice(ternBroadcast, ternBroadcastOnStream, in.data(), dst, c.count, c.type, root, comm), comm);
   expectInputs(dst, 0, c.count, c, root, 0, "broadcast", " from root " + std::to_string(root));
   expectSameOnEveryRank(comm, dst, c.count * es, "broadcast", c);
 }
@@ -331,7 +414,7 @@ inline void reduce(ternComm_t comm, const Combo& c) {
   Buffer in = noise(c.count, c, c.seed), out = noise(c.count, c, ~c.seed);
   fillInputs(in.data(), 0, c.count, c, rank, 0);
   char* dst = c.inPlace ? in.data() : out.data();
-  OK(ternReduce(in.data(), dst, c.count, c.type, c.op, root, comm), comm);
+  OK(viaDevice(ternReduce, ternReduceOnStream, in.data(), dst, c.count, c.type, c.op, root, comm), comm);
   if (rank == root) {
     expectElements(dst, 0, reference(c, c.count, 0).data(), c.count, c.type, "reduce", c,
                    " to root " + std::to_string(root));
@@ -343,7 +426,7 @@ inline void alltoall(ternComm_t comm, const Combo& c) {
   Buffer in = noise(c.count * nranks, c, c.seed), out = noise(c.count * nranks, c, ~c.seed);
   fillInputs(in.data(), 0, c.count * nranks, c, rank, 0);
   char* dst = c.inPlace ? in.data() : out.data();
-  OK(ternAlltoAll(in.data(), dst, c.count, c.type, comm), comm);
+  OK(viaDevice(ternAlltoAll, ternAlltoAllOnStream, in.data(), dst, c.count, c.type, comm), comm);
   for (int r = 0; r < nranks; ++r) {
     expectInputs(dst, r * c.count, c.count, c, r, rank * c.count, "alltoall", ", block from rank " + std::to_string(r));
   }
@@ -384,8 +467,8 @@ inline void alltoallv(ternComm_t comm, const Combo& c) {
   Buffer out = noise(recvExtent, c, ~c.seed);
   const std::vector<char> untouched(out.data(), out.data() + out.size());
   char* dst = c.inPlace ? in.data() : out.data();
-  OK(ternAlltoAllv(in.data(), sendCounts.data(), sendDispls.data(), dst, recvCounts.data(), recvDispls.data(), c.type,
-                   comm),
+  OK(viaDevice(ternAlltoAllv, ternAlltoAllvOnStream, in.data(), sendCounts.data(), sendDispls.data(), dst,
+               recvCounts.data(), recvDispls.data(), c.type, comm),
      comm);
   for (int r = 0; r < nranks; ++r) {
     expectInputs(dst, recvDispls[r], recvCounts[r], c, r, rank * stride, "alltoallv",
@@ -412,12 +495,19 @@ inline void sendRecv(ternComm_t comm, const Combo& c) {
   Buffer fromPrev = noise(c.count, c, ~c.seed), fromNext = noise(c.count, c, ~c.seed + 1);
   fillInputs(toNext.data(), 0, c.count, c, rank, 0);
   fillInputs(toPrev.data(), 0, c.count, c, rank, c.count);
-  OK(ternGroupStart(), comm);
-  OK(ternSend(toNext.data(), c.count, c.type, next, comm), comm);
-  OK(ternSend(toPrev.data(), c.count, c.type, prev, comm), comm);
-  OK(ternRecv(fromPrev.data(), c.count, c.type, prev, comm), comm);
-  OK(ternRecv(fromNext.data(), c.count, c.type, next, comm), comm);
-  OK(ternGroupEnd(), comm);
+  // One group of four calls: in device mode, four stream-ordered ones recorded and enqueued together at its end.
+  const auto exchange = [&](auto send, auto recv, auto... stream) {
+    ternResult_t r = ternGroupStart();
+    if (r == ternSuccess) r = send(onDevice(toNext.data()), c.count, c.type, next, comm, stream...);
+    if (r == ternSuccess) r = send(onDevice(toPrev.data()), c.count, c.type, prev, comm, stream...);
+    if (r == ternSuccess) r = recv(onDevice(fromPrev.data()), c.count, c.type, prev, comm, stream...);
+    if (r == ternSuccess) r = recv(onDevice(fromNext.data()), c.count, c.type, next, comm, stream...);
+    const ternResult_t end = ternGroupEnd();
+    return r != ternSuccess ? r : end;
+  };
+  OK(viaDevice([&](ternComm_t) { return exchange(ternSend, ternRecv); },
+               [&](ternComm_t, cudaStream_t s) { return exchange(ternSendOnStream, ternRecvOnStream, s); }, comm),
+     comm);
   expectInputs(fromPrev.data(), 0, c.count, c, prev, 0, "send/recv", ", from the previous rank");
   expectInputs(fromNext.data(), 0, c.count, c, next, c.count, "send/recv", ", from the next rank");
 }

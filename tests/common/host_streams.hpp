@@ -107,6 +107,14 @@ class HostStreams final : public DeviceStreams {
     allocs_[static_cast<char*>(dev)] = {bytes, reserved, static_cast<char*>(std::calloc(reserved, 1))};
     return dev;
   }
+  void freeDevice(void* dev) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = allocs_.find(static_cast<char*>(dev));
+    if (it == allocs_.end()) return;
+    munmap(it->first, it->second.reserved);
+    std::free(it->second.shadow);
+    allocs_.erase(it);
+  }
   void upload(void* dev, const void* host, size_t bytes) { std::memcpy(shadowOf(dev), host, bytes); }
   void download(void* host, const void* dev, size_t bytes) { std::memcpy(host, shadowOf(dev), bytes); }
 

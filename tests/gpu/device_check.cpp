@@ -1,0 +1,68 @@
+// The collectives matrix (tests/mp/collectives_matrix.hpp) on a GPU: every collective, datatype and op, in and out
+// of place, with every buffer in CUDA device memory (cudaMalloc) and the calls made through tern_cuda.h's
+// stream-ordered functions on a stream of this process. Several ranks share one GPU (tests/gpu/run.sh starts 2-4
+// processes with tern-run). Without a CUDA device it prints "SKIPPED: ..." and exits with 77, which ctest reports as
+// skipped, never as passed.
+//
+//   tern-run -n N tern_gpu_device_check [all] [--large full|subset|lean|none]
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+
+#include "mp/collectives_matrix.hpp"
+#include "mp/rank_check.hpp"
+
+namespace {
+
+#define CUDA_OK(call) CHECK((call) == cudaSuccess, "%s: %s", #call, cudaGetErrorString(cudaGetLastError()))
+
+class CudaDevice final : public collectives_matrix::DeviceMemory {
+ public:
+  CudaDevice() { CUDA_OK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~CudaDevice() override { cudaStreamDestroy(stream_); }
+  void* alloc(size_t bytes) override {
+    void* p = nullptr;
+    CUDA_OK(cudaMalloc(&p, bytes));
+    return p;
+  }
+  void release(void* p) override { cudaFree(p); }
+  void upload(void* device, const void* host, size_t bytes) override {
+    CUDA_OK(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice));
+  }
+  void download(void* host, const void* device, size_t bytes) override {
+    CUDA_OK(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
+  }
+  cudaStream_t stream() override { return stream_; }
+  void synchronize() override { CUDA_OK(cudaStreamSynchronize(stream_)); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using collectives_matrix::LargeCount;
+  LargeCount large = LargeCount::kLean;
+  if (!collectives_matrix::parseLargeOption(argc, argv, 2, "all", &large)) return 2;
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("SKIPPED: no CUDA device (%s)\n", cudaGetErrorString(cudaGetLastError()));
+    return 77;
+  }
+  ternComm_t comm = rank_check::initFromEnv();
+  CUDA_OK(cudaSetDevice(rank_check::rank % devices));
+  {
+    CudaDevice device;
+    collectives_matrix::device = &device;
+    collectives_matrix::Options options;
+    options.large = large;
+    collectives_matrix::run(comm, options);
+    collectives_matrix::device = nullptr;
+  }
+  OK(ternBarrier(comm), comm);
+  std::printf("rank %d: stream-ordered collectives on device memory OK (GPU %d of %d)\n", rank_check::rank,
+              rank_check::rank % devices, devices);
+  ternCommDestroy(comm);
+  return 0;
+}

@@ -1,0 +1,55 @@
+// The collectives matrix (tests/mp/collectives_matrix.hpp) through the stream-ordered calls of tern_cuda.h, one
+// process per rank, on machines without a GPU: host threads pose as CUDA streams and PROT_NONE ranges as device
+// memory (tests/common/host_streams.hpp), so everything of the device path but the CUDA driver itself runs for real
+// (staging, gating, the completion flag, groups) over the job's transports. tests/gpu/device_check.cpp runs the same
+// matrix on a GPU.
+//
+//   tern_device_check [all] [--large full|subset|lean|none]
+#include <cstdio>
+
+#include "common/host_streams.hpp"
+#include "core/device_streams.hpp"
+#include "mp/collectives_matrix.hpp"
+#include "mp/rank_check.hpp"
+
+namespace {
+
+class EmulatedDevice final : public collectives_matrix::DeviceMemory {
+ public:
+  explicit EmulatedDevice(tern::testing::HostStreams& streams) : streams_(streams) {}
+  void* alloc(size_t bytes) override { return streams_.allocDevice(bytes); }
+  void release(void* p) override { streams_.freeDevice(p); }
+  void upload(void* device, const void* host, size_t bytes) override { streams_.upload(device, host, bytes); }
+  void download(void* host, const void* device, size_t bytes) override { streams_.download(host, device, bytes); }
+  cudaStream_t stream() override { return reinterpret_cast<cudaStream_t>(&stream_); }
+  void synchronize() override { CHECK(stream_.synchronize(), "the stream did not finish within 60 s"); }
+
+ private:
+  tern::testing::HostStreams& streams_;
+  tern::testing::HostStream stream_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using collectives_matrix::LargeCount;
+  LargeCount large = LargeCount::kSubset;
+  if (!collectives_matrix::parseLargeOption(argc, argv, 2, "all", &large)) return 2;
+  tern::testing::HostStreams streams;
+  tern::setDeviceStreamsForTesting(&streams);
+  ternComm_t comm = rank_check::initFromEnv();
+  {
+    EmulatedDevice device(streams);
+    collectives_matrix::device = &device;
+    collectives_matrix::Options options;
+    options.large = large;
+    collectives_matrix::run(comm, options);
+    collectives_matrix::device = nullptr;
+  }
+  OK(ternBarrier(comm), comm);
+  CHECK(streams.stuckWaits.load() == 0, "%d stream waits never ended", streams.stuckWaits.load());
+  std::printf("rank %d: stream-ordered collectives OK (emulated device)\n", rank_check::rank);
+  ternCommDestroy(comm);
+  tern::setDeviceStreamsForTesting(nullptr);
+  return 0;
+}
