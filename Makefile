@@ -65,8 +65,9 @@ SANITIZERS ?= address,undefined thread
 SANITIZE_TESTS ?= ^[A-Z][^.]*[.]|^(shm_trust|security|fuzz_replay)[.]|^(mp|shm|security)_
 # The CI subset: abort safety (the stress and the call held past the abort wait), the shared-memory transport, its
 # trust checks and failure paths (a failing rank leaving while peers may touch its buffers included), the security tests, the corpora, 2-rank multi-process runs over TCP and shared
-# memory and the SIGKILL drills: the code where threads, other processes' bytes and teardown meet.
-SANITIZE_CI_TESTS = ^(AbortSafety|ShmTransportTest|ShmFailure|ShmLeave|ShmRegistry|Api|Collectives|Ranks/ShmCollectives)[.]|^(shm_trust|security|fuzz_replay)[.]|^(mp_tcp_all_n2|shm_mp_all_n2|shm_mp_sigkill_mid_allreduce|mp_tcp_sigkill_mid_allreduce|shm_setup_sigkill_leaves_no_segment)$$
+# memory, the stream-ordered calls' staging (streams are other threads) and the SIGKILL drills: the code where
+# threads, other processes' bytes and teardown meet.
+SANITIZE_CI_TESTS = ^(AbortSafety|ShmTransportTest|ShmFailure|ShmLeave|ShmRegistry|Api|Collectives|Ranks/ShmCollectives|StagedDeviceCallsTest)[.]|^(shm_trust|security|fuzz_replay)[.]|^(mp_tcp_all_n2|shm_mp_all_n2|shm_mp_sigkill_mid_allreduce|mp_tcp_sigkill_mid_allreduce|shm_setup_sigkill_leaves_no_segment|mp_device_emulated_n2)$$
 SANITIZE_STRESS_LOOPS ?= 1000
 # Tests the TSan build leaves out (a ctest regex; empty in a full run, so every report shows there). Ranks that are
 # threads of one process share one mapping of each shared-memory segment (src/transport/shm/mapped_file.hpp), so
@@ -79,7 +80,7 @@ SANITIZE_CI_TSAN_EXCLUDE =
 # unreachable and LeakSanitizer reports it from an unknown module (no suppression can name it). Keeping libpciaccess
 # loaded keeps that memory reachable; verify_asan_link_order=0 lets the preload come before the ASan runtime.
 SANITIZE_PRELOAD ?= $(wildcard /lib/x86_64-linux-gnu/libpciaccess.so.0)
-SANITIZE_TARGETS = tern_unit_tests tern_security_tests tern_env_init_check tern_mp_check tern_shm_check \
+SANITIZE_TARGETS = tern_unit_tests tern_security_tests tern_env_init_check tern_mp_check tern_device_check tern_shm_check \
   tern_shm_trust_tests tern_shm_setup_kill_check tern-run tern_fuzz_replay
 .PHONY: test-sanitize-ci fuzz-ci
 test-sanitize: deps
