@@ -117,9 +117,20 @@ char* StagedDeviceCalls::stagedFor(const std::vector<Region>& regions, const voi
   return const_cast<char*>(p);  // host memory: used in place
 }
 
-void StagedDeviceCalls::launch(Communicator& comm, const std::shared_ptr<Operation>& op, void* stream) {
+void StagedDeviceCalls::launch(Communicator& comm, const std::shared_ptr<Operation>& call, void* stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   reclaim();
+  // An operation of its own rather than the caller's, which may come from the API's per-thread pool: the pool
+  // reuses an operation once nobody else holds it, and nobody waits on a stream-ordered one, so the worker's last
+  // touches and the next call's reuse would be ordered only by the reference count.
+  auto op = std::make_shared<Operation>();
+  op->args = call->args;
+  op->input = call->input;
+  op->output = call->output;
+  op->transfers = call->transfers;
+  op->compressor = call->compressor;
+  op->implicitCompression = call->implicitCompression;
+  op->feedbackKey = call->feedbackKey;
 
   // What the call reads before it and writes by it. Broadcast reads the root's input only, Reduce writes the root's
   // output only; the others' buffers still get staging (a schedule may use them) but no copies.

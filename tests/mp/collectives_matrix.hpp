@@ -172,9 +172,10 @@ class Buffer {
   const char* data() const { return p_; }
   size_t size() const { return bytes_; }
   char* mirror() const { return mirror_; }
+  // Strictly inside: two heap buffers may be adjacent, and a pointer to the second is not one past the first.
   bool holds(const void* p) const {
     const char* c = static_cast<const char*>(p);
-    return p_ != nullptr && c >= p_ && c <= p_ + std::max<size_t>(bytes_, 8);
+    return p_ != nullptr && c >= p_ && c < p_ + std::max<size_t>(bytes_, 8);
   }
 
  private:
