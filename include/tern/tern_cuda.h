@@ -5,13 +5,19 @@
  * Arguments and ranks as in the host calls of tern.h (counts in elements, the same calls in the same order on every
  * rank; stream-ordered and host calls on one communicator keep the order they were made in).
  *
+ * Engines: the first stream-ordered call on a communicator is where its ranks agree (before it returns, so every
+ * rank must make it) on what runs them: NVIDIA's NCCL for uncompressed collectives and send/receive batches on
+ * device buffers when every rank can load it (TERN_DEVICE_ENGINE, TERN_NCCL_LIB), otherwise, and for compressed
+ * calls (TERN_COMPRESS) and barriers, staging through pinned host memory over tern's host transports.
+ *
  * Errors: a bad argument is returned at once; a failure while the collective runs (a lost peer, a timeout, an
  * abort) fails the communicator: ternCommGetAsyncError reports it, ternGetLastError says what happened, and the
  * stream goes on (the results are then undefined), so a stream never waits forever on tern.
  *
- * How it runs today: device buffers are staged through pinned host memory by copies on the stream, and the
- * collective runs over tern's host transports (any of them, compression included, e.g. TERN_COMPRESS). Needs
- * the CUDA driver (libcuda.so.1, CUDA 12 or newer), loaded at the first call; libtern itself links no CUDA library.
+ * Staging: device buffers are copied into pinned host memory on the stream, and the collective runs over tern's
+ * host transports (any of them, compression included). Needs the CUDA driver (libcuda.so.1, CUDA 12 or newer),
+ * loaded at the first call; libtern itself links no CUDA library. With NCCL running a communicator's calls, their
+ * buffers must be device memory on every rank.
  * Inside ternGroupStart/ternGroupEnd they are recorded and enqueued when the group ends; sends and receives to and
  * from peers on one stream then run as one batch, as NCCL's grouped point-to-point calls do.
  *
@@ -32,8 +38,8 @@ ternResult_t ternAllReduceOnStream(const void* sendbuff, void* recvbuff, size_t 
                                    ternRedOp_t op, ternComm_t comm, cudaStream_t stream);
 ternResult_t ternAllGatherOnStream(const void* sendbuff, void* recvbuff, size_t sendcount, ternDataType_t datatype,
                                    ternComm_t comm, cudaStream_t stream);
-ternResult_t ternReduceScatterOnStream(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                       ternDataType_t datatype, ternRedOp_t op, ternComm_t comm, cudaStream_t stream);
+ternResult_t ternReduceScatterOnStream(const void* sendbuff, void* recvbuff, size_t recvcount, ternDataType_t datatype,
+                                       ternRedOp_t op, ternComm_t comm, cudaStream_t stream);
 /** sendbuff is read on root only. */
 ternResult_t ternBroadcastOnStream(const void* sendbuff, void* recvbuff, size_t count, ternDataType_t datatype,
                                    int root, ternComm_t comm, cudaStream_t stream);

@@ -86,7 +86,8 @@ const std::vector<KnobSpec>& knobTable() {
       integer("TIMEOUT", 1, INT_MAX / 1000, "300", "seconds any wait may last"),
       text("SOCKET_IFNAME", "the interface that reaches the root", "interfaces for TCP (NCCL syntax)"),
       integer("NSOCKS", 1, 64, "2", "TCP sockets per remote peer"),
-      integer("SPIN_US", 0, 100000, "10-50 by ranks per CPU", "longest busy-poll of a wait before it sleeps, us (0: never)"),
+      integer("SPIN_US", 0, 100000, "10-50 by ranks per CPU",
+              "longest busy-poll of a wait before it sleeps, us (0: never)"),
       text("ALGO", "cost model", "force or exclude algorithms"),
       bytes("CHUNK_BYTES", 64, 1LL << 30, true, "512 KiB", "pipeline chunk of ring/chain/tree algorithms (0: default)"),
       text("RING_ORDER", "topology", "topology or rank"),
@@ -119,6 +120,8 @@ const std::vector<KnobSpec>& knobTable() {
       bytes("LEARN_MIN_BYTES", 0, kMaxBytes, false, "262144", "smaller calls are not timed for learning"),
       text("TUNE_DUMP_FILE", "", "where rank 0 writes what its communicator learned (tune-file format)"),
       text("REDUCE_ISA", "best available", "scalar, avx2 or avx512"),
+      text("DEVICE_ENGINE", "auto", "engine of stream-ordered calls on device buffers: auto, nccl or staged"),
+      text("NCCL_LIB", "loaded or found libnccl.so.2", "path of the NCCL library the device engine uses"),
       // libtern_train reads it (through ternGetKnobNumber); fractions allowed, as PyTorch's bucket_cap_mb.
       decimal("BUCKET_MB", 1LL << 20, "25", "DDP gradient bucket of libtern_train, megabytes"),
       bytes("UCX_REG_MIN_BYTES", 1, kMaxBytes, false, "256 KiB", "smallest buffer UCX registers in place"),
@@ -321,6 +324,13 @@ Knobs readKnobs(const std::function<std::optional<std::string>(const char*)>& lo
   x.learnCalls = static_cast<int>(number("LEARN_CALLS", 8));
   x.learnMinBytes = static_cast<long>(number("LEARN_MIN_BYTES", 256 * 1024));
   x.tuneDumpFile = str("TUNE_DUMP_FILE");
+  x.deviceEngine = lookup("DEVICE_ENGINE").value_or("auto");
+  if (x.deviceEngine.empty()) x.deviceEngine = "auto";
+  if (x.deviceEngine != "auto" && x.deviceEngine != "nccl" && x.deviceEngine != "staged") {
+    x.warnings.push_back("TERN_DEVICE_ENGINE must be auto, nccl or staged, got '" + x.deviceEngine + "'; using auto");
+    x.deviceEngine = "auto";
+  }
+  x.ncclLib = str("NCCL_LIB");
   return x;
 }
 

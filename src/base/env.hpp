@@ -84,6 +84,8 @@ struct Knobs {
   int learnCalls;            // TERN_LEARN_CALLS: timed network-crossing calls before learning the network (0: off)
   long learnMinBytes;        // TERN_LEARN_MIN_BYTES: smaller calls are not timed for learning
   std::string tuneDumpFile;  // TERN_TUNE_DUMP_FILE: rank 0 writes the cost parameters it learned
+  std::string deviceEngine;  // TERN_DEVICE_ENGINE: auto | nccl | staged (stream-ordered calls on device buffers)
+  std::string ncclLib;       // TERN_NCCL_LIB: the real libnccl for the device engine (empty: search)
   // Every bad numeric value of the table (those read elsewhere too), one message each; the knob then holds its
   // default. See requireValidKnobs.
   std::vector<std::string> errors;

@@ -22,6 +22,7 @@
 #include "core/compressor.hpp"
 #include "core/device_streams.hpp"
 #include "core/float_convert.hpp"
+#include "core/nccl_device_engine.hpp"
 #include "core/operation_pool.hpp"
 #include "core/staged_device_calls.hpp"
 #include "exec/collective.hpp"
@@ -163,7 +164,27 @@ struct Launch {
   void* stream = nullptr;
 };
 
-// Stages op's device buffers and enqueues it on the stream (core/staged_device_calls.hpp).
+// NCCL takes device memory only: a host buffer on one rank would leave the others waiting inside NCCL.
+void checkDeviceBuffers(DeviceStreams& streams, const Operation& op, Communicator& c, const char* what) {
+  auto check = [&](const void* p, const char* name) {
+    if (p != nullptr && !streams.isDeviceMemory(p)) {
+      throwError(ternInvalidUsage,
+                 "rank %d: stream-ordered %s: %s %p is not device memory, and NCCL runs this communicator's "
+                 "stream-ordered calls (TERN_DEVICE_ENGINE=staged takes host buffers too)",
+                 c.rank(), what, name, p);
+    }
+  };
+  const bool sized = inputBytes(op.args, c.size()) > 0 || outputBytes(op.args, c.size()) > 0;
+  if (sized) {
+    if (!(op.args.coll == Collective::kBroadcast && c.rank() != op.args.root)) check(op.input, "sendbuff");
+    check(op.output, "recvbuff");
+  }
+  for (const UserTransfer& t : op.transfers) {
+    if (t.bytes > 0) check(t.data, t.isSend ? "sendbuff" : "recvbuff");
+  }
+}
+
+// Stages op's device buffers and enqueues it on the stream (core/staged_device_calls.hpp), or hands it to NCCL.
 ternResult_t launchOnStream(Communicator& c, const std::shared_ptr<Operation>& op, void* stream) {
   const char* what = collectiveName(op->args.coll);
   std::string why;
@@ -177,6 +198,13 @@ ternResult_t launchOnStream(Communicator& c, const std::shared_ptr<Operation>& o
     Communicator& c;
     ~Exit() { c.exitCall(); }
   } exitGuard{c};
+  // NCCL for what it runs (uncompressed collectives and batches on device buffers), staging for the rest.
+  if (NcclDeviceEngine* nccl = c.ncclEngine(*streams); nccl != nullptr && NcclDeviceEngine::runs(*op)) {
+    checkDeviceBuffers(*streams, *op, c, what);
+    nccl->launch(*op, stream);
+    c.noteAlgorithm("nccl");
+    return ternSuccess;
+  }
   c.stagedDeviceCalls(*streams).launch(c, op, stream);
   return ternSuccess;
 }

@@ -17,6 +17,7 @@
 #include "compress/codec_factory.hpp"
 #include "core/algo_choice.hpp"
 #include "core/compressor.hpp"
+#include "core/nccl_device_engine.hpp"
 #include "core/staged_device_calls.hpp"
 #include "exec/executor.hpp"
 #include "planner/calibration.hpp"
@@ -448,6 +449,7 @@ void Communicator::abort(const std::string& reason) {
   // Peers then report this rank's abort rather than a rank whose connections closed without a word.
   if (first && mesh_ != nullptr) mesh_->announceFailure(-1, rank_, reason);
   active().abort(reason);
+  abortDeviceEngines();
   // Calls in flight on other threads notice within one poll slice (100 ms); wait a while for them to leave, so that
   // they have usually returned when ternCommAbort does. One still inside afterwards holds its own reference.
   const auto wait =
@@ -461,22 +463,9 @@ ternResult_t Communicator::asyncError() {
     std::lock_guard<std::mutex> lock(errorMutex_);
     if (failed_) return failure_;
   }
+  if (ternResult_t device = deviceAsyncError(); device != ternSuccess) return device;
   std::lock_guard<std::mutex> lock(queueMutex_);
   return (queue_.empty() && !busy_) ? ternSuccess : ternInProgress;
-}
-
-void Communicator::recordAsyncFailure(ternResult_t code, const std::string& message) {
-  {
-    std::lock_guard<std::mutex> lock(errorMutex_);
-    if (failed_) return;
-  }
-  fail(code, message);
-}
-
-StagedDeviceCalls& Communicator::stagedDeviceCalls(DeviceStreams& streams) {
-  std::lock_guard<std::mutex> lock(stagedMutex_);
-  if (!staged_) staged_ = std::make_unique<StagedDeviceCalls>(streams);
-  return *staged_;
 }
 
 std::string Communicator::lastError() {

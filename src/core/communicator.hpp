@@ -37,6 +37,7 @@ class Planner;
 class TcpTransport;
 struct ChoiceContext;
 class DeviceStreams;
+class NcclDeviceEngine;
 class StagedDeviceCalls;
 
 struct CommOptions {
@@ -97,6 +98,12 @@ class Communicator {
   void recordAsyncFailure(ternResult_t code, const std::string& message);
   // The stream-ordered device path's staging (core/staged_device_calls.hpp), made on first use.
   StagedDeviceCalls& stagedDeviceCalls(DeviceStreams& streams);
+  // NCCL as the engine of uncompressed stream-ordered calls (core/nccl_device_engine.hpp), or nullptr for staging.
+  // Decided collectively at the first stream-ordered call (every rank makes it at the same point of the call order):
+  // TERN_DEVICE_ENGINE, and whether every rank can load NCCL; then the NCCL communicator is made.
+  NcclDeviceEngine* ncclEngine(const DeviceStreams& streams);
+  // What ran the last call (ternCommLastAlgorithm).
+  void noteAlgorithm(std::string_view name);
 
   // Bracket API calls so that abort can wait for calls in flight to notice it. The caller holds a reference
   // (share()), so the communicator is alive until exitCall has returned.
@@ -195,8 +202,13 @@ class Communicator {
   std::unique_ptr<Transport> transport_;  // what schedules run on (network_, or routed over both)
   TcpTransport* mesh_ = nullptr;          // the TCP mesh (network_ or control_), when there is one: failure notices
   std::atomic<bool> aborted_{false};
-  std::mutex stagedMutex_;
+  // The device path (communicator_device.cpp): made on first use, guarded by deviceMutex_.
+  std::mutex deviceMutex_;
   std::unique_ptr<StagedDeviceCalls> staged_;
+  bool deviceEngineDecided_ = false;
+  std::unique_ptr<NcclDeviceEngine> nccl_;
+  ternResult_t deviceAsyncError();
+  void abortDeviceEngines();
 
   // What a built schedule depends on: the call's shape and the algorithm that runs it (for compressed calls,
   // "compressed/" and the codec's spec). Compared field by field, so a call finds its schedule without formatting.
@@ -212,7 +224,6 @@ class Communicator {
     auto operator<=>(const ScheduleKey&) const = default;
   };
   static ScheduleKey scheduleKey(const CollArgs& args, std::string algorithm);
-  void noteAlgorithm(std::string_view name);
   mutable std::mutex lastAlgorithmMutex_;  // the call runs on the worker thread, the question comes from the user's
   std::string lastAlgorithm_;
   std::map<ScheduleKey, std::shared_ptr<const Schedule>> scheduleCache_;

@@ -118,6 +118,7 @@ class CudaDriverStreams final : public DeviceStreams {
     return true;
   }
   void releaseMarker(uintptr_t marker) override { d_.eventDestroy(reinterpret_cast<CUevent>(marker)); }
+  bool runsNccl() const override { return true; }
 
  private:
   // Driver calls act on the calling thread's current context. A thread that made the stream through the runtime has

@@ -36,6 +36,8 @@ class DeviceStreams {
   virtual uintptr_t recordMarker(void* stream) = 0;
   virtual bool markerReached(uintptr_t marker) = 0;
   virtual void releaseMarker(uintptr_t marker) = 0;
+  // Whether these are a real GPU's streams, which NVIDIA's NCCL can run on (test doubles are not).
+  virtual bool runsNccl() const { return false; }
 };
 
 // The process's CUDA driver streams, or nullptr with the reason in *why (no libcuda.so.1, no device, an old driver).

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/communicator.hpp"
 #include "base/unique_id.hpp"
+#include "core/communicator.hpp"
 #include "rank_threads.hpp"
 #include "tern/tern.h"
 #include "tern/tern_ext.h"

@@ -6,9 +6,9 @@
 #include <random>
 #include <vector>
 
+#include "base/error.hpp"
 #include "compress/codec_factory.hpp"
 #include "compress/error_feedback.hpp"
-#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "compress/codec_cost.hpp"
 #include "base/error.hpp"
+#include "compress/codec_cost.hpp"
 
 namespace tern::compress {
 namespace {

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <vector>
 
+#include "base/error.hpp"
 #include "compress/isa.hpp"
 #include "compress/pairwise_sum.hpp"
-#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

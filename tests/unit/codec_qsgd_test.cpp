@@ -7,10 +7,10 @@
 #include <random>
 #include <vector>
 
+#include "base/error.hpp"
 #include "compress/codec_factory.hpp"
 #include "compress/payload_layout.hpp"
 #include "compress/qsgd_codec.hpp"
-#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

@@ -7,11 +7,11 @@
 #include <random>
 #include <vector>
 
+#include "base/error.hpp"
 #include "compress/codec_factory.hpp"
 #include "compress/codec_math.hpp"
 #include "compress/pairwise_sum.hpp"
 #include "compress/sign_codec.hpp"
-#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

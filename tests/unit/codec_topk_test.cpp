@@ -11,11 +11,11 @@
 #include <set>
 #include <vector>
 
+#include "base/error.hpp"
 #include "compress/codec_factory.hpp"
 #include "compress/codec_math.hpp"
 #include "compress/payload_layout.hpp"
 #include "compress/topk_codec.hpp"
-#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

@@ -135,7 +135,6 @@ TEST(PlannerSimulator, CompressedAllReduceCountsCodecWork) {
   EXPECT_LT(sign.seconds, plain.seconds / 3);
 }
 
-
 // Two CPU nodes of two ranks on 1 Gb/s: compressing only between the nodes halves the network bytes, which the
 // uncompressed reduce-scatter and allgather over shared memory more than pay for; with one rank per node, or on
 // one node, there is only the flat form.

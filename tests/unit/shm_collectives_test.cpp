@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "algorithms/shm/direct_collectives.hpp"
-#include "common/reference.hpp"
 #include "base/dtype.hpp"
+#include "common/reference.hpp"
 #include "rank_threads.hpp"
 #include "tern/tern_ext.h"
 #include "transport/shm/stream_copy.hpp"

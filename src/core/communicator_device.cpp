@@ -1,0 +1,119 @@
+// The communicator's device path: the engines of stream-ordered calls (tern_cuda.h), made on first use.
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "core/communicator.hpp"
+#include "core/device_streams.hpp"
+#include "core/nccl_device_engine.hpp"
+#include "core/operation_pool.hpp"
+#include "core/staged_device_calls.hpp"
+
+namespace tern {
+
+void Communicator::recordAsyncFailure(ternResult_t code, const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (failed_) return;
+  }
+  fail(code, message);
+}
+
+StagedDeviceCalls& Communicator::stagedDeviceCalls(DeviceStreams& streams) {
+  std::lock_guard<std::mutex> lock(deviceMutex_);
+  if (!staged_) staged_ = std::make_unique<StagedDeviceCalls>(streams);
+  return *staged_;
+}
+
+namespace {
+
+// What each rank contributes to the engine decision: whether it can use NCCL, and rank 0's NCCL unique id.
+struct EngineVote {
+  uint8_t canUseNccl;
+  uint8_t wantsNccl;  // TERN_DEVICE_ENGINE=nccl: not having it is an error, not a fallback
+  uint8_t pad[6];
+  NcclUniqueId id;
+};
+
+}  // namespace
+
+NcclDeviceEngine* Communicator::ncclEngine(const DeviceStreams& streams) {
+  std::lock_guard<std::mutex> lock(deviceMutex_);
+  if (deviceEngineDecided_) return nccl_.get();
+  deviceEngineDecided_ = true;
+  const std::string mode = knobs().deviceEngine;
+  std::string why = mode == "staged" ? "TERN_DEVICE_ENGINE=staged" : "the streams are not a GPU's (a test double)";
+  const NcclLibrary* lib = mode == "staged" || !streams.runsNccl() ? nullptr : NcclLibrary::load(&why);
+  EngineVote mine{};
+  mine.canUseNccl = lib != nullptr ? 1 : 0;
+  mine.wantsNccl = mode == "nccl" ? 1 : 0;
+  if (lib != nullptr && rank_ == 0 && lib->getUniqueId(&mine.id) != 0) {
+    mine.canUseNccl = 0;
+    why = "ncclGetUniqueId failed";
+  }
+  // Every rank decides alike: one allgather, in call order like any other call.
+  std::vector<EngineVote> all(static_cast<size_t>(nranks_));
+  runBlocking(newOperation(Collective::kAllGather, &mine, all.data(), sizeof(EngineVote), ternUint8, ternSum, 0));
+  int without = -1;
+  bool wanted = false;
+  for (int r = 0; r < nranks_; ++r) {
+    if (all[r].canUseNccl == 0 && without < 0) without = r;
+    wanted = wanted || all[r].wantsNccl != 0;
+  }
+  if (without >= 0) {
+    if (wanted) {
+      throwError(ternInvalidUsage, "rank %d: TERN_DEVICE_ENGINE=nccl, but rank %d cannot use NCCL%s%s", rank_, without,
+                 without == rank_ ? ": " : "", without == rank_ ? why.c_str() : "");
+    }
+    TERN_LOG(kInfo, kInit, rank_, "device engine: staged through pinned memory (rank %d: no NCCL%s%s)", without,
+             without == rank_ ? ": " : "", without == rank_ ? why.c_str() : "");
+    return nullptr;
+  }
+  // ncclCommInitRank blocks until every rank has joined, with no deadline of its own: it runs on a helper thread
+  // that this call waits for at most the communicator's timeout (a rank lost meanwhile leaves that thread behind).
+  const NcclUniqueId id = all[0].id;
+  auto made = std::make_shared<std::promise<std::pair<int, void*>>>();
+  std::future<std::pair<int, void*>> result = made->get_future();
+  std::thread([lib, id, made, n = nranks_, r = rank_] {
+    void* comm = nullptr;
+    const int rc = lib->commInitRank(&comm, n, id, r);
+    made->set_value({rc, comm});
+  }).detach();
+  if (result.wait_for(std::chrono::milliseconds(options_.timeoutMs)) != std::future_status::ready) {
+    throwError(ternTimeout, "rank %d: ncclCommInitRank (NCCL %d from %s) did not finish within TERN_TIMEOUT (%d ms)",
+               rank_, lib->version, lib->path.c_str(), options_.timeoutMs);
+  }
+  const auto [rc, comm] = result.get();
+  if (rc != 0) {
+    throwError(static_cast<ternResult_t>(rc), "rank %d: ncclCommInitRank (NCCL %d from %s) failed: %s", rank_,
+               lib->version, lib->path.c_str(), lib->getErrorString(rc));
+  }
+  nccl_ = std::make_unique<NcclDeviceEngine>(*lib, comm, rank_, nranks_);
+  TERN_LOG(kInfo, kInit, rank_, "device engine: NCCL %d from %s", lib->version, lib->path.c_str());
+  return nccl_.get();
+}
+
+ternResult_t Communicator::deviceAsyncError() {
+  std::lock_guard<std::mutex> lock(deviceMutex_);
+  if (!nccl_) return ternSuccess;
+  std::string message;
+  const int r = nccl_->asyncError(&message);
+  if (r == 0) return ternSuccess;
+  {
+    std::lock_guard<std::mutex> errorLock(errorMutex_);
+    if (lastError_.empty()) lastError_ = format("rank %d: %s", rank_, message.c_str());
+  }
+  return static_cast<ternResult_t>(r);
+}
+
+void Communicator::abortDeviceEngines() {
+  std::lock_guard<std::mutex> lock(deviceMutex_);
+  if (nccl_) nccl_->abort();
+}
+
+}  // namespace tern
