@@ -115,8 +115,12 @@ class HostStreams final : public DeviceStreams {
     std::free(it->second.shadow);
     allocs_.erase(it);
   }
-  void upload(void* dev, const void* host, size_t bytes) { std::memcpy(shadowOf(dev), host, bytes); }
-  void download(void* host, const void* dev, size_t bytes) { std::memcpy(host, shadowOf(dev), bytes); }
+  void upload(void* dev, const void* host, size_t bytes) {
+    if (bytes > 0) std::memcpy(shadowOf(dev), host, bytes);
+  }
+  void download(void* host, const void* dev, size_t bytes) {
+    if (bytes > 0) std::memcpy(host, shadowOf(dev), bytes);
+  }
 
   bool isDeviceMemory(const void* p) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -131,7 +135,9 @@ class HostStreams final : public DeviceStreams {
     copies.fetch_add(1);
     char* d = shadowOf(dst);
     const char* s = shadowOf(src);
-    on(stream).enqueue([d, s, bytes] { std::memcpy(d, s, bytes); });
+    on(stream).enqueue([d, s, bytes] {
+      if (bytes > 0) std::memcpy(d, s, bytes);
+    });
   }
   void callHostAsync(void* stream, void (*fn)(void*), void* arg) override {
     on(stream).enqueue([fn, arg] { fn(arg); });
