@@ -21,14 +21,19 @@
  * Inside ternGroupStart/ternGroupEnd they are recorded and enqueued when the group ends; sends and receives to and
  * from peers on one stream then run as one batch, as NCCL's grouped point-to-point calls do.
  *
- * This header includes the CUDA runtime's for cudaStream_t; tern.h alone never needs CUDA headers.
+ * This header needs no CUDA header: it declares cudaStream_t exactly as CUDA's driver_types.h does (a pointer to
+ * struct CUstream_st), so it can come before or after the CUDA headers (C11 and C++ accept the repeated typedef),
+ * and tern.h alone never involves CUDA at all.
  */
 #ifndef TERN_TERN_CUDA_H_
 #define TERN_TERN_CUDA_H_
 
-#include <cuda_runtime_api.h>
-
 #include "tern/tern.h"
+
+#ifndef __DRIVER_TYPES_H__
+struct CUstream_st;
+typedef struct CUstream_st* cudaStream_t;
+#endif
 
 #ifdef __cplusplus
 extern "C" {

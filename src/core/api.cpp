@@ -27,6 +27,7 @@
 #include "core/staged_device_calls.hpp"
 #include "exec/collective.hpp"
 #include "tern/tern.h"
+#include "tern/tern_cuda.h"
 #include "tern/tern_ext.h"
 #include "transport/shm/intra_node_setup.hpp"
 
@@ -692,10 +693,8 @@ TERN_API ternResult_t ternRecv(void* r, size_t count, ternDataType_t dt, int pee
 }
 TERN_API ternResult_t ternBarrier(ternComm_t comm) { return barrier(comm, nullptr); }
 
-// The stream-ordered calls of tern_cuda.h. cudaStream_t is CUDA's `struct CUstream_st*`, declared here as such so
-// that the library builds without CUDA headers (tests/device checks the signatures against the header).
-struct CUstream_st;
-using ternStream = CUstream_st*;
+// The stream-ordered calls of tern_cuda.h (whose cudaStream_t is CUDA's `struct CUstream_st*`).
+using ternStream = cudaStream_t;
 
 TERN_API ternResult_t ternAllReduceOnStream(const void* s, void* r, size_t count, ternDataType_t dt, ternRedOp_t op,
                                             ternComm_t comm, ternStream stream) {

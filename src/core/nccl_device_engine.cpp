@@ -119,8 +119,8 @@ const NcclLibrary* NcclLibrary::load(std::string* why) {
     } else {
       candidates = loadedNcclPaths();
       if (std::string t = ncclBesideTorch(); !t.empty()) candidates.push_back(t);
-      candidates.push_back("/usr/local/cuda/lib64/libnccl.so.2");
-      candidates.push_back("libnccl.so.2");
+      candidates.emplace_back("/usr/local/cuda/lib64/libnccl.so.2");
+      candidates.emplace_back("libnccl.so.2");
     }
     std::string reasons;
     for (const std::string& path : candidates) {
