@@ -60,13 +60,6 @@ StagedDeviceCalls::~StagedDeviceCalls() {
   streams_.freePinned(flag_);
 }
 
-size_t StagedDeviceCalls::pooledBytes() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  size_t total = 0;
-  for (const Block& b : blocks_) total += b.bytes;
-  return total;
-}
-
 void StagedDeviceCalls::reclaim() {
   for (Block& b : blocks_) {
     if (b.busy && b.marker != 0 && streams_.markerReached(b.marker)) {

@@ -35,9 +35,6 @@ class StagedDeviceCalls {
   // Enqueues op on stream and queues it on comm (see above). op's buffers are the caller's (device or host).
   void launch(Communicator& comm, const std::shared_ptr<Operation>& op, void* stream);
 
-  // Pinned bytes held for staging (for tests and logs).
-  size_t pooledBytes();
-
  private:
   struct Block {
     char* data = nullptr;

@@ -54,11 +54,7 @@ int main(int argc, char** argv) {
   CUDA_OK(cudaSetDevice(rank_check::rank % devices));
   {
     CudaDevice device;
-    collectives_matrix::device = &device;
-    collectives_matrix::Options options;
-    options.large = large;
-    collectives_matrix::run(comm, options);
-    collectives_matrix::device = nullptr;
+    collectives_matrix::runOnDevice(comm, device, large);
   }
   OK(ternBarrier(comm), comm);
   std::printf("rank %d: stream-ordered collectives on device memory OK (GPU %d of %d)\n", rank_check::rank,

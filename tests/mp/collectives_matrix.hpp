@@ -604,4 +604,13 @@ inline void run(ternComm_t comm, const Options& o) {
   barrierCheck(comm);
 }
 
+// The whole matrix in device mode on `memory` (the buffers' mirrors live there for the duration).
+inline void runOnDevice(ternComm_t comm, DeviceMemory& memory, LargeCount large) {
+  device = &memory;
+  Options options;
+  options.large = large;
+  run(comm, options);
+  device = nullptr;
+}
+
 }  // namespace collectives_matrix

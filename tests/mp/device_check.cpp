@@ -40,11 +40,7 @@ int main(int argc, char** argv) {
   ternComm_t comm = rank_check::initFromEnv();
   {
     EmulatedDevice device(streams);
-    collectives_matrix::device = &device;
-    collectives_matrix::Options options;
-    options.large = large;
-    collectives_matrix::run(comm, options);
-    collectives_matrix::device = nullptr;
+    collectives_matrix::runOnDevice(comm, device, large);
   }
   OK(ternBarrier(comm), comm);
   CHECK(streams.stuckWaits.load() == 0, "%d stream waits never ended", streams.stuckWaits.load());
