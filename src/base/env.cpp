@@ -87,7 +87,7 @@ const std::vector<KnobSpec>& knobTable() {
       text("SOCKET_IFNAME", "the interface that reaches the root", "interfaces for TCP (NCCL syntax)"),
       integer("NSOCKS", 1, 64, "2", "TCP sockets per remote peer"),
       integer("SPIN_US", 0, 100000, "10-50 by ranks per CPU",
-              "longest busy-poll of a wait before it sleeps, us (0: never)"),
+              "longest busy-poll of a wait before it sleeps, us (0: never, nor yield-poll)"),
       text("ALGO", "cost model", "force or exclude algorithms"),
       bytes("CHUNK_BYTES", 64, 1LL << 30, true, "512 KiB", "pipeline chunk of ring/chain/tree algorithms (0: default)"),
       text("RING_ORDER", "topology", "topology or rank"),

@@ -12,6 +12,8 @@ namespace tern {
 
 namespace {
 
+constexpr int64_t kOversubscribedYieldPollNs = 200000;
+
 // CPUs the node's ranks share. A rank bound to a single CPU was almost certainly placed by a launcher that binds
 // one rank per CPU (tern-run --bind-to core, mpirun --bind-to core): its peers run on the other CPUs, so the
 // machine's online count is the right figure, not its own mask of one (which would make every wait a short spin
@@ -46,6 +48,12 @@ int usableCpus() {
 // (the scheduler pulls a futex wakee to its waker), where any spinning only delays the peer: the co-location rule
 // (flag_wait.hpp) makes that case a yield. With more ranks than CPUs, long spins starve the spinner's CPU-mate, so
 // the ceiling is lower. The floors keep the adaptive budget above the point where sleeping starts to cost 100 us.
+//
+// Ranks that outnumber the CPUs wait by yielding, as Open MPI's ranks do when oversubscribed
+// (mpi_yield_when_idle): most of a synchronisation's wait is for a rank that is runnable but queued behind another,
+// and sched_yield() runs it at once, where a futex sleep makes every hand-over pay a sleep and a wake-up. The yield
+// poll is bounded, so a rank that waits for longer (a slow peer, a peer that computes) still sleeps and leaves the
+// CPU to whoever needs it.
 SpinPolicy chooseSpinPolicy(int localRanks) {
   SpinPolicy p;
   p.yields = 4;
@@ -55,12 +63,14 @@ SpinPolicy chooseSpinPolicy(int localRanks) {
   } else {
     p.maxSpinNs = 10000;
     p.minSpinNs = 2000;
+    p.yieldPollNs = kOversubscribedYieldPollNs;
   }
-  // TERN_SPIN_US sets the ceiling (0: never spin, for machines where ranks share their CPUs with other work the
-  // launcher cannot see, e.g. simulated nodes on one host); the floor never exceeds it.
+  // TERN_SPIN_US sets the ceiling (0: never spin nor yield-poll, for machines where ranks share their CPUs with
+  // other work the launcher cannot see, e.g. simulated nodes on one host); the floor never exceeds it.
   if (const int us = knobs().spinUs; us >= 0) {
     p.maxSpinNs = static_cast<int64_t>(us) * 1000;
     p.minSpinNs = std::min(p.minSpinNs, p.maxSpinNs);
+    if (us == 0) p.yieldPollNs = 0;
   }
   return p;
 }

@@ -17,6 +17,10 @@ struct SpinPolicy {
   int64_t maxSpinNs = 0;  // ceiling of the adaptive busy-poll budget (0: never spin)
   int64_t minSpinNs = 0;  // floor it adapts down to, so that it can notice when spinning pays again
   int yields = 0;         // sched_yield() rounds before sleeping when the peer shares our CPU (shared memory only)
+  // When this host's ranks outnumber its CPUs: after the spin, keep polling with sched_yield() for up to this long
+  // before sleeping (0: sleep at once). The rank we wait for is then usually runnable but not running, often on our
+  // own CPU; yielding hands it the CPU at once, where a futex sleep would add a wake-up to every synchronisation.
+  int64_t yieldPollNs = 0;
 };
 
 // The adaptive budget: one per communicator side (collectives, transport), used by one thread at a time.

@@ -32,7 +32,13 @@ void waitFlagSlow(const WaitScope& scope, const PeerFlag& flag, uint32_t target,
     } while (Clock::now() < end);
     budget.failed();
   }
-  if (sharesCpu) {
+  if (const int64_t yieldNs = budget.policy().yieldPollNs; yieldNs > 0) {
+    const auto end = Clock::now() + std::chrono::nanoseconds(yieldNs);
+    do {
+      sched_yield();
+      if (reached(word.load(std::memory_order_acquire), target)) return;
+    } while (Clock::now() < end);
+  } else if (sharesCpu) {
     for (int i = 0; i < budget.policy().yields; ++i) {
       sched_yield();
       if (reached(word.load(std::memory_order_acquire), target)) return;

@@ -9,7 +9,9 @@
 //   - every rank publishes the CPU it posted from; a waiter whose peer last posted from the waiter's own CPU does not
 //     spin at all, it yields (which runs the peer at once if it is runnable there), then sleeps;
 //   - otherwise it spins up to an adaptive budget: halved when a spin ends without the flag (the peer was preempted
-//     or slow), doubled when it succeeds, between SpinPolicy's floor and ceiling.
+//     or slow), doubled when it succeeds, between SpinPolicy's floor and ceiling;
+//   - when the host's ranks outnumber its CPUs, it then polls with sched_yield() for SpinPolicy::yieldPollNs before
+//     it sleeps (the awaited rank is most likely queued behind another on some CPU, often ours).
 #pragma once
 
 #include <atomic>

@@ -1,6 +1,7 @@
 #include "transport/tcp/tcp_transport.hpp"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -644,7 +645,11 @@ int TcpTransport::progressOnce(int waitMs) {
 // costs little against the transfer's own time.
 int TcpTransport::spinForCompletion(int waitMs) {
   constexpr double kStreamingBytesPerNs = 0.5;  // 500 MB/s: loopback and fast NICs stream, 1 Gb/s links do not
-  const auto budget = std::chrono::nanoseconds(spin_.ns());
+  // Ranks that outnumber the CPUs yield between rounds, for up to the policy's yield poll: the peer we wait for is
+  // most likely queued behind another rank, and yielding runs it (transport/spin_policy.hpp).
+  const bool yieldPoll = spin_.policy().yieldPollNs > 0;
+  const auto budget =
+      std::chrono::nanoseconds(yieldPoll ? std::max(spin_.ns(), spin_.policy().yieldPollNs) : spin_.ns());
   if (budget.count() <= 0) return 0;
   const Clock::time_point start = Clock::now();
   const Clock::time_point end = start + std::chrono::milliseconds(waitMs);
@@ -674,6 +679,7 @@ int TcpTransport::spinForCompletion(int waitMs) {
       if (static_cast<double>(moved - movedAtStart) >= spunNs * kStreamingBytesPerNs) idleUntil = now + budget;
     }
     if (now >= idleUntil || now >= end) break;
+    if (yieldPoll) sched_yield();
   }
   spin_.failed();
   return 0;
