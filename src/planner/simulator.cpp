@@ -35,6 +35,7 @@ class Simulation {
         n_(static_cast<int>(s.size())),
         ranks_(n_),
         pairs_(static_cast<size_t>(n_) * n_),
+        pairFree_(static_cast<size_t>(n_) * n_),
         ports_(links.numPorts()),
         busy_(links.numPorts(), 0.0),
         computeFree_(n_),
@@ -82,6 +83,7 @@ class Simulation {
     while (!events_.empty()) {
       Event e = events_.top();
       events_.pop();
+      now_ = e.t;
       complete(e.rank, e.step);
     }
     SimResult out;
@@ -120,6 +122,53 @@ class Simulation {
     std::vector<std::vector<uint32_t>> sends, recvs;  // per peer, in step order
     std::vector<size_t> sendHead, recvHead;
   };
+  // When a port is held: intervals sorted by start (and so by end, since they never overlap). A transfer takes the
+  // earliest gap that fits on every port it needs, not only the time after the last reservation: a rank that posts
+  // sends to several peers at once (pairwise all-to-all) has them carried as the receivers' ports allow, in whatever
+  // order fits, as the executor's concurrent sends are. Intervals that ended before the simulation's present are
+  // never looked at again.
+  struct Busy {
+    double start;
+    Lin end;
+  };
+  struct PortTimeline {
+    std::vector<Busy> held;
+    size_t live = 0;  // held[live..] end after the simulation's present
+  };
+  struct PortUse {
+    int port;
+    double seconds;
+  };
+
+  // The first interval of the port that ends after t, or nullptr.
+  const Busy* firstEndingAfter(PortTimeline& pt, double t) {
+    while (pt.live < pt.held.size() && pt.held[pt.live].end.t <= now_) ++pt.live;
+    auto it = std::upper_bound(pt.held.begin() + static_cast<std::ptrdiff_t>(pt.live), pt.held.end(), t,
+                               [](double v, const Busy& b) { return v < b.end.t; });
+    return it == pt.held.end() ? nullptr : &*it;
+  }
+
+  // The earliest start at or after `from` where every use fits its port's gaps.
+  Lin earliestFit(Lin from, const PortUse* uses, size_t count) {
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (size_t k = 0; k < count; ++k) {
+        const Busy* b = firstEndingAfter(ports_[uses[k].port], from.t);
+        if (b != nullptr && b->start < from.t + uses[k].seconds) {
+          from = b->end;
+          moved = true;
+        }
+      }
+    }
+    return from;
+  }
+
+  void hold(int port, double start, const Lin& end) {
+    std::vector<Busy>& held = ports_[port].held;
+    auto it = std::upper_bound(held.begin(), held.end(), start, [](double v, const Busy& b) { return v < b.start; });
+    held.insert(it, Busy{start, end});
+  }
+
   struct PairState {
     std::vector<Lin> arrivals;                      // per message, in order
     std::vector<std::pair<uint32_t, Lin>> waiting;  // posted receives without a message yet, per index
@@ -195,31 +244,32 @@ class Simulation {
     const PairLink& l = links_.pair(r, q);
     const double bytes = static_cast<double>(step.src.bytes);
     const int cls = static_cast<int>(l.cls);
-    Lin start = ranks_[r].at[i];
-    start = later(start, ports_[l.sendPort]);
-    start = later(start, ports_[l.recvPort]);
-    if (l.nicOut >= 0) {
-      start = later(start, ports_[l.nicOut]);
-      start = later(start, ports_[l.nicIn]);
-    }
-    Lin end = start;
     const double wire = bytes * cachedBeta(l.beta, l.cache, costs_.workingSet);
+    const double nicWire = bytes * l.nicBeta;
+    const PortUse uses[] = {{l.sendPort, wire}, {l.recvPort, wire}, {l.nicOut, nicWire}, {l.nicIn, nicWire}};
+    const size_t used = l.nicOut >= 0 ? 4 : 2;
+    // Messages of one pair leave in order (one connection or FIFO per pair), and nothing starts in the past.
+    Lin& pairFree = pairFree_[static_cast<size_t>(r) * n_ + q];
+    Lin from = later(ranks_[r].at[i], pairFree);
+    if (from.t < now_) from.t = now_;
+    const Lin start = earliestFit(from, uses, used);
+    Lin end = start;
     end.t += wire;
     end.b.transfer[cls] += wire;
-    ports_[l.sendPort] = end;
-    ports_[l.recvPort] = end;
+    hold(l.sendPort, start.t, end);
+    hold(l.recvPort, start.t, end);
     busy_[l.sendPort] += wire;
     busy_[l.recvPort] += wire;
     if (l.nicOut >= 0) {
       Lin nicEnd = start;
-      const double nicWire = bytes * l.nicBeta;
       nicEnd.t += nicWire;
       nicEnd.b.transfer[cls] += nicWire;
-      ports_[l.nicOut] = nicEnd;
-      ports_[l.nicIn] = nicEnd;
+      hold(l.nicOut, start.t, nicEnd);
+      hold(l.nicIn, start.t, nicEnd);
       busy_[l.nicOut] += nicWire;
       busy_[l.nicIn] += nicWire;
     }
+    pairFree = start;
     ++messages_;
     wireBytes_ += bytes;
     push(r, i, end);  // the send is done when its bytes are out
@@ -269,7 +319,9 @@ class Simulation {
   int n_;
   std::vector<RankState> ranks_;
   std::vector<PairState> pairs_;
-  std::vector<Lin> ports_;  // when each port is next free
+  std::vector<Lin> pairFree_;  // per (sender, receiver): when its last message started
+  std::vector<PortTimeline> ports_;
+  double now_ = 0;  // the time of the event being processed
   std::vector<double> busy_;
   std::vector<Lin> computeFree_;
   double codecFactor_;  // the codec's cache factor for this call

@@ -57,6 +57,24 @@ TEST(PlannerSimulator, RecursiveDoublingMatchesClosedForm) {
   EXPECT_NEAR(e.seconds, closedForm(Collective::kAllReduce, "rd", in)->seconds, 1e-9);
 }
 
+// Pairwise all-to-all posts its n-1 sends at once; the ports carry them in whatever order the receivers allow
+// (a gap left on a port is filled by a later-posted send), so the bytes take (p-1) message times, as on a
+// switch, not a chain of waits for the last reservation (which priced 4 ranks at 10 message times, not 3).
+TEST(PlannerSimulator, PairwiseAlltoAllPacksItsConcurrentSends) {
+  for (int p : {3, 4, 8}) {
+    const double alpha = 1e-6, beta = 1.0 / 4e9;
+    Planner planner(uniformHost(p, alpha, beta, 1.0 / 8e9, 0));
+    const double n = 64.0 * 1024 * 1024;
+    const Estimate e = planner.estimate(Collective::kAlltoAll, n, "pairwise");
+    ASSERT_TRUE(e.error.empty()) << e.error;
+    const double wire = (p - 1.0) / p * n * beta;
+    EXPECT_GE(e.seconds, wire) << "p=" << p;
+    // The local block's copy and one message latency on top of the transfers, at most.
+    EXPECT_LE(e.seconds, wire + alpha + n / p * 2 * beta + 1e-9) << "p=" << p;
+    EXPECT_NEAR(e.critical.total(), e.seconds, e.seconds * 1e-9);
+  }
+}
+
 TEST(PlannerSimulator, PipeliningBeatsTheUnchunkedRing) {
   const double alpha = 5e-6, beta = 1.0 / 2e9, gamma = 1.0 / 4e9;
   const double n = 64.0 * 1024 * 1024;
