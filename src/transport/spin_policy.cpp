@@ -42,18 +42,21 @@ int usableCpus() {
 //   2 ranks unbound, no co-location rule    117      -     44      -     19      -     81      -
 //   2 ranks unbound, co-location rule       1.7      -      -      -    1.4      -    1.5      -
 //   4 ranks unbound, co-location rule        74      -      -      -    5.9      -    7.1      -
+//   the same, then a 200 us yield poll      2.2      -    2.2      -      -      -      -      -   (spin_bench -y 200)
+//   4 ranks bound, 200 us yield poll        1.7      -    3.8      -     12      -      -      -
 //
 // Sleeping at once costs 100+ us per wake-up (an idle vCPU halts and the host must wake it); a budget of 10 us or
 // more hides it when the peer runs on another CPU. Unbound ranks that hand work back and forth end up on one CPU
 // (the scheduler pulls a futex wakee to its waker), where any spinning only delays the peer: the co-location rule
-// (flag_wait.hpp) makes that case a yield. With more ranks than CPUs, long spins starve the spinner's CPU-mate, so
-// the ceiling is lower. The floors keep the adaptive budget above the point where sleeping starts to cost 100 us.
+// (flag_wait.hpp) makes that case a yield. The floors keep the adaptive budget above the point where sleeping starts
+// to cost 100 us.
 //
-// Ranks that outnumber the CPUs wait by yielding, as Open MPI's ranks do when oversubscribed
-// (mpi_yield_when_idle): most of a synchronisation's wait is for a rank that is runnable but queued behind another,
-// and sched_yield() runs it at once, where a futex sleep makes every hand-over pay a sleep and a wake-up. The yield
-// poll is bounded, so a rank that waits for longer (a slow peer, a peer that computes) still sleeps and leaves the
-// CPU to whoever needs it.
+// Ranks that outnumber the CPUs do not spin (a spin starves the spinner's CPU-mate, which may be the rank it waits
+// for) and wait by yielding instead, as Open MPI's ranks do when oversubscribed (mpi_yield_when_idle): most of a
+// synchronisation's wait is for a rank that is runnable but queued behind another, and sched_yield() runs it at
+// once, where a futex sleep makes every hand-over pay a sleep and a wake-up (the table's 4-rank rows: 22-95 us per
+// barrier without it, 2 us with it). The yield poll is bounded, so a rank that waits for longer (a slow peer, a peer
+// that computes) still sleeps and leaves the CPU to whoever needs it.
 SpinPolicy chooseSpinPolicy(int localRanks) {
   SpinPolicy p;
   p.yields = 4;
@@ -61,8 +64,9 @@ SpinPolicy chooseSpinPolicy(int localRanks) {
     p.maxSpinNs = 50000;
     p.minSpinNs = 10000;
   } else {
-    p.maxSpinNs = 10000;
-    p.minSpinNs = 2000;
+    // No spin: it would only delay a CPU-mate we may be waiting for; the yield poll hands it the CPU instead.
+    p.maxSpinNs = 0;
+    p.minSpinNs = 0;
     p.yieldPollNs = kOversubscribedYieldPollNs;
   }
   // TERN_SPIN_US sets the ceiling (0: never spin nor yield-poll, for machines where ranks share their CPUs with

@@ -4,9 +4,12 @@
 // posts its counter (shm::publish, the library's protocol) and waits for every other rank's counter, spinning up to
 // a budget before sleeping on the futex. Optionally each iteration first does W microseconds of work (a chunk's
 // copy/reduce), ranks can be bound to CPUs (rank % ncpus), and -c applies the library's co-location rule (no spin
-// when the awaited rank last posted from this CPU; sched_yield instead). Prints microseconds per barrier per budget.
+// when the awaited rank last posted from this CPU; sched_yield instead), and -y Y polls with sched_yield for up to Y
+// microseconds after the spin before sleeping (the library's policy when ranks outnumber CPUs). Prints microseconds
+// per barrier per budget.
 //
-//   spin_bench [-p ranks] [-w work_us] [-n iters] [-b] [-c] [spin_us ...]   (default budgets: 0 1 2 5 10 20 50 100)
+//   spin_bench [-p ranks] [-w work_us] [-n iters] [-b] [-c] [-y yield_us] [spin_us ...]
+//   (default budgets: 0 1 2 5 10 20 50 100)
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -35,6 +38,7 @@ struct alignas(64) Flag {
 };
 
 bool colocationRule = false;
+double yieldPollUs = 0;
 struct alignas(64) Waiters {
   std::atomic<uint32_t> count;
 };
@@ -60,6 +64,13 @@ void waitFor(Flag& f, Waiters& w, uint32_t target, double spinUs) {
       cpuRelax();
       if (reached(f.value.load(std::memory_order_acquire), target)) return;
     }
+  }
+  if (yieldPollUs > 0) {
+    const auto yieldEnd = Clock::now() + std::chrono::nanoseconds(static_cast<int64_t>(yieldPollUs * 1000));
+    do {
+      sched_yield();
+      if (reached(f.value.load(std::memory_order_acquire), target)) return;
+    } while (Clock::now() < yieldEnd);
   }
   for (;;) {
     w.count.fetch_add(1, std::memory_order_seq_cst);
@@ -128,14 +139,16 @@ int main(int argc, char** argv) {
       bind = true;
     } else if (!std::strcmp(argv[i], "-c")) {
       colocationRule = true;
+    } else if (!std::strcmp(argv[i], "-y") && i + 1 < argc) {
+      yieldPollUs = std::atof(argv[++i]);
     } else {
       budgets.push_back(std::atof(argv[i]));
     }
   }
   if (budgets.empty()) budgets = {0, 1, 2, 5, 10, 20, 50, 100};
-  std::printf("# %d ranks on %ld cpus%s%s, %.1f us work per iteration, %d iterations\n", p,
-              sysconf(_SC_NPROCESSORS_ONLN), bind ? " (bound)" : "", colocationRule ? ", co-location rule" : "", workUs,
-              iters);
+  std::printf("# %d ranks on %ld cpus%s%s, yield poll %.0f us, %.1f us work per iteration, %d iterations\n", p,
+              sysconf(_SC_NPROCESSORS_ONLN), bind ? " (bound)" : "", colocationRule ? ", co-location rule" : "",
+              yieldPollUs, workUs, iters);
   std::printf("# %10s %14s %14s\n", "spin(us)", "us/iteration", "sync(us)");
   for (double b : budgets) {
     double us = run(p, b, workUs, iters, bind);
