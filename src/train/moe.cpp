@@ -33,7 +33,8 @@ struct Moe::Impl {
   std::vector<float> sendRows;                                          // send layout staging (either width)
   std::vector<float> sourceMajor;                                       // receive layout staging (either width)
   std::vector<float> expertIn, expertOut, expertGradOut, expertGradIn;  // expert-major
-  std::vector<float> returned;  // combine's results in send layout: d/dgate needs them
+  std::vector<float> returned;      // combine's results in send layout: d/dgate needs them
+  std::vector<float> returnedGrad;  // dispatchBackward's input gradients in send layout (kept: no allocation per step)
   ternMoeStats_t stats{};
 
   size_t outHidden() const { return config.outHidden; }
@@ -217,7 +218,7 @@ void Moe::dispatchBackward(float* gradTokens) {
   if (!s.backwardStarted) fail(ternInvalidUsage, "Moe::dispatchBackward before combineBackward");
   const size_t h = s.config.hidden;
   if (s.tokens > 0 && gradTokens == nullptr) fail(ternInvalidArgument, "Moe::dispatchBackward: gradTokens is NULL");
-  std::vector<float> back;
+  std::vector<float>& back = s.returnedGrad;
   s.toSources(s.expertGradIn, h, back, "Moe::dispatchBackward: ternAlltoAllv of input gradients");
   if (s.tokens > 0) std::fill(gradTokens, gradTokens + s.tokens * h, 0.0f);
   for (const auto& a : s.send.kept) {
