@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# Small-message allreduce latency across the simulated 2-node cluster (unshaped veth links, 1 rank per node):
-# tern, Open MPI and oneCCL side by side, where what a loss scalar or a barrier pays is the network's latency and
-# the library's own overhead, not bandwidth.
+# A collective across the simulated 2-node cluster (1 rank per node): tern, Open MPI and oneCCL side by side. By
+# default small-message allreduce latency over unshaped veth links, where what a loss scalar or a barrier pays is
+# the network's latency and the library's own overhead, not bandwidth; COLL and RATE make it any of the compared
+# collectives over shaped links (issue 19: alltoall, alltoallv and allgather on 1 Gb/s links).
 #
 #   perf/cluster/small_latency.sh [BUILD_BIN=build/bin]
+#   COLL=alltoall RATE=1gbit MINBYTES=1K MAXBYTES=64M ITERS=5 WARMUP=2 perf/cluster/small_latency.sh build/bin
 #
 # Every node gets its own CPU (tnc_launch --pin for tern; a rankfile for Open MPI; taskset for oneCCL), as real
 # nodes have their own; ranks run at normal priority. Open MPI: pml ob1 with the TCP BTL on the nodes' tern0
 # interface, mpirun started in node 0's namespace and reaching node 1 through an rsh agent that enters the node's
 # namespace (no ssh). oneCCL: the same driver and settings as perf/compare.sh over libfabric's tcp provider on
 # tern0 (perf/compare/oneccl.sh installs it on first use; ONECCL=0 leaves it out). All three run float32 sum
-# allreduce out of place, the same sizes and iterations; REPEATS rounds, the tool that runs first rotating.
-# Targets (issue 18): tern's time <= Open MPI's and <= 0.8x oneCCL's at every size.
+# COLL (float32, sum where it reduces) out of place, the same sizes and iterations; REPEATS rounds, the tool that
+# runs first rotating. Targets: allreduce (issue 18) tern's time <= Open MPI's and <= 0.8x oneCCL's at every size;
+# the others (issue 19) tern's time <= the others'. With RATE set, the report also gives tern's time at each size
+# against the link bound: the bytes that must cross into a node (allreduce n, alltoall and allgather n/2) at the
+# shaped rate.
 #
-# Environment: MINBYTES [8] MAXBYTES [8K] STEPFACTOR [4] ITERS [500] WARMUP [50] REPEATS [3]
+# Environment: COLL [allreduce] (allreduce, allgather, alltoall, alltoallv) RATE [none] (tc tbf rate of every
+#   node's link, e.g. 1gbit) MINBYTES [8] MAXBYTES [8K] STEPFACTOR [4] ITERS [500] WARMUP [50] REPEATS [3]
 #   MPIRUN [mpirun] ONECCL [1] RESULTS_DIR [BUILD_DIR/perf-compare/cluster-latency-DATE]
 # A benchmark, not a test: exit code 0 whatever the ratios, non-zero when a tool failed or printed nothing.
 set -uo pipefail
@@ -26,17 +32,24 @@ source "$here/cluster_perf_lib.sh"
 source "$here/../compare/oneccl.sh"
 
 build=$(cd "$BIN/.." && pwd)
-MINBYTES=${MINBYTES:-8} MAXBYTES=${MAXBYTES:-8K} STEPFACTOR=${STEPFACTOR:-4}
+MINBYTES=${MINBYTES:-8} MAXBYTES=${MAXBYTES:-8K} STEPFACTOR=${STEPFACTOR:-4} COLL=${COLL:-allreduce} RATE=${RATE:-none}
 ITERS=${ITERS:-500} WARMUP=${WARMUP:-50} REPEATS=${REPEATS:-3} MPIRUN=${MPIRUN:-mpirun}
 CMP_TIMEOUT=${CMP_TIMEOUT:-300}
-results=${RESULTS_DIR:-$build/perf-compare/cluster-latency-$(date +%Y%m%d-%H%M%S)}
+case $COLL in
+  allreduce) tern_perf=(all_reduce_perf -d float -o sum) mpi_driver=(mpi_allreduce) crossing=1 ;;
+  allgather) tern_perf=(all_gather_perf -d float) mpi_driver=(mpi_collectives --coll allgather) crossing=0.5 ;;
+  alltoall) tern_perf=(alltoall_perf -d float) mpi_driver=(mpi_collectives --coll alltoall) crossing=0.5 ;;
+  alltoallv) tern_perf=(tern_alltoallv) mpi_driver=(mpi_collectives --coll alltoallv) crossing= ;;
+  *) cmp_die "COLL must be allreduce, allgather, alltoall or alltoallv, not '$COLL'" ;;
+esac
+results=${RESULTS_DIR:-$build/perf-compare/cluster-$COLL-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$results"
 sizes=(-b "$(cmp_bytes "$MINBYTES")" -e "$(cmp_bytes "$MAXBYTES")" -f "$STEPFACTOR" -n "$ITERS" -w "$WARMUP")
 
-tnc_up lat 2 none || exit $?
+tnc_up lat 2 "$RATE" || exit $?
 
 tools=(tern)
-if command -v "$MPIRUN" >/dev/null && [[ -x $BIN/mpi_allreduce ]]; then
+if command -v "$MPIRUN" >/dev/null && [[ -x $BIN/${mpi_driver[0]} ]]; then
   tools+=(mpi)
   # The rsh agent: mpirun names a node by its address, the agent runs the command in that node's namespace.
   agent_map=$PERF_WORK/agent.map
@@ -55,13 +68,13 @@ EOF
   rankfile=$PERF_WORK/rankfile
   for n in 0 1; do echo "rank $n=$(tnc_addr "$n") slot=$(tnc_cpus_of "$n")" >>"$rankfile"; done
 else
-  echo "# Open MPI: $MPIRUN or $BIN/mpi_allreduce missing; its column stays empty"
+  echo "# Open MPI: $MPIRUN or $BIN/${mpi_driver[0]} missing; its column stays empty"
 fi
 occl_setup "$build" && tools+=(oneccl)
 
 run_tern() {
-  cmp_show_cmd tnc_launch --pin -- "$BIN/all_reduce_perf" "${sizes[@]}" | tee -a "$results/tern.log"
-  tnc_launch --pin -- "$BIN/all_reduce_perf" "${sizes[@]}" 2>&1 | tee -a "$results/tern.log"
+  cmp_show_cmd tnc_launch --pin -- "$BIN/${tern_perf[0]}" "${tern_perf[@]:1}" "${sizes[@]}" | tee -a "$results/tern.log"
+  tnc_launch --pin -- "$BIN/${tern_perf[0]}" "${tern_perf[@]:1}" "${sizes[@]}" 2>&1 | tee -a "$results/tern.log"
   return "${PIPESTATUS[0]}"
 }
 
@@ -69,19 +82,19 @@ run_mpi() {
   cmp_run "$results/mpi.log" ip netns exec "$(tnc_ns 0)" "$MPIRUN" --allow-run-as-root -np 2 \
     --host "$(tnc_addr 0),$(tnc_addr 1)" --rankfile "$rankfile" --mca plm_rsh_agent "$agent" --mca pml ob1 \
     --mca btl tcp,self --mca btl_tcp_if_include tern0 --mca oob_tcp_if_include tern0 \
-    "$BIN/mpi_allreduce" "${sizes[@]}"
+    "$BIN/${mpi_driver[0]}" "${mpi_driver[@]:1}" "${sizes[@]}"
 }
 
 run_oneccl() {
   local env_words=() kvs n pids=() rc=0 s
   mapfile -t env_words < <(occl_env tcp 2 | sed 's/^CCL_KVS_IFACE=lo$/CCL_KVS_IFACE=tern0/; s/^FI_TCP_IFACE=lo$/FI_TCP_IFACE=tern0/')
   kvs=$(mktemp -d)
-  cmp_show_cmd "(per node)" env "${env_words[@]}" "$ONECCL_COLLECTIVES" --coll allreduce "${sizes[@]}" |
+  cmp_show_cmd "(per node)" env "${env_words[@]}" "$ONECCL_COLLECTIVES" --coll "$COLL" "${sizes[@]}" |
     tee -a "$results/oneccl.log"
   for n in 0 1; do
     ip netns exec "$(tnc_ns "$n")" env TERN_RANK=$n TERN_WORLD_SIZE=2 "${env_words[@]}" \
       timeout --kill-after=10 "$CMP_TIMEOUT" taskset -c "$(tnc_cpus_of "$n")" "$ONECCL_COLLECTIVES" \
-      --kvs "$kvs/kvs" --coll allreduce "${sizes[@]}" </dev/null >"$kvs/$n.out" 2>&1 &
+      --kvs "$kvs/kvs" --coll "$COLL" "${sizes[@]}" </dev/null >"$kvs/$n.out" 2>&1 &
     pids+=($!)
   done
   for n in 0 1; do
@@ -111,16 +124,25 @@ done
 
 for tool in "${tools[@]}"; do cmp_parse_nccl out <"$results/$tool.log" >"$results/$tool.rows"; done
 {
-  echo "# ===== allreduce float32 sum, 2 nodes x 1 rank, unshaped veth, out of place: medians of $REPEATS runs"
+  echo "# ===== $COLL float32, 2 nodes x 1 rank, links $([[ $RATE == none ]] && echo "unshaped veth" || echo "shaped to $RATE")," \
+    "out of place: medians of $REPEATS runs"
   echo "# ratio = other median time / tern median time; > 1 means tern is faster"
   for tool in mpi oneccl; do
     [[ -s $results/$tool.rows ]] || continue
     target=1
-    [[ $tool == oneccl ]] && target=1.25
+    [[ $tool == oneccl && $COLL == allreduce ]] && target=1.25
     echo
-    echo "## tern vs $tool (target: tern time <= $([[ $tool == oneccl ]] && echo "0.8x ")$tool's)"
+    echo "## tern vs $tool (target: tern time <= $([[ $target == 1.25 ]] && echo "0.8x ")$tool's)"
     cmp_report "$results/tern.rows" "$results/$tool.rows" tern "$tool" "$MINBYTES-$MAXBYTES:$target"
   done
+  if [[ $RATE != none && -n $crossing ]]; then
+    echo
+    echo "## tern against the link bound ($crossing x the size must enter a node at $RATE)"
+    awk -v bps="$(tnc__rate_bps "$RATE")" -v crossing="$crossing" '$1 > 0 {
+      bound = $1 * crossing * 8 / bps * 1e6
+      printf "%10s bytes: tern %10.1f us, bound %10.1f us, %5.1f%% of the bound'"'"'s speed\n", $1, $3, bound, 100 * bound / $3
+    }' "$results/tern.rows"
+  fi
 } | tee "$results/report.txt"
 echo "# results: $results"
 [[ -s $results/tern.rows ]] || failed=1

@@ -2,13 +2,16 @@
 // executor's rules:
 //  - a step starts when its dependencies are done; sends to one peer are posted in step order, and so are receives
 //    from one peer (the executor's FIFO queues), and the k-th send from A to B matches the k-th receive on B from A;
-//  - a transfer starts when its send is posted and the ports it needs are free (link_table.hpp), holds them for
-//    bytes x beta, and arrives alpha later; the send is done when the bytes are out, the receive when they arrived
-//    and it was posted (sends are eager: TCP and shm FIFOs buffer, so a sender does not wait for the receive);
+//  - a transfer starts at the earliest time after its send is posted when the ports it needs (link_table.hpp) are
+//    all free for its whole duration (a gap between other reservations will do; messages of one pair still leave
+//    in order), holds them for bytes x beta, and arrives alpha later; the send is done when the bytes are out, the
+//    receive when they arrived and it was posted (sends are eager: TCP and shm FIFOs buffer, so a sender does not
+//    wait for the receive);
 //  - local steps of a rank run one at a time on that rank (the executor runs them on the calling thread): reduce
 //    bytes x gamma, copy/finalize/cast bytes x copy-beta, encode/decode fp32-bytes x the codec's cost.
 // The result is the time the last rank finishes, with the critical path's breakdown and how busy every port was.
-// Cost: O(steps log steps) over all ranks.
+// Cost: O(steps log steps) over all ranks, plus the search of each port's reservations still ahead of the
+// present (a few, except where a rank posts many sends at once).
 #pragma once
 
 #include <string>
