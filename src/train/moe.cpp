@@ -60,18 +60,28 @@ struct Moe::Impl {
   }
 
   // Expert-major rows -> source ranks; the result lands in send layout (row pos of each kept assignment).
+  // With one local expert the two layouts are the same rows in the same order, so the exchange reads and writes the
+  // expert-major buffers directly instead of going through a reordering copy.
   void toSources(const std::vector<float>& expertMajor, size_t width, std::vector<float>& out, const char* what) {
-    sourceMajor.resize(recv.total * width);
-    recv.expertToSource(expertMajor.data(), sourceMajor.data(), width);
+    const float* rows = expertMajor.data();
+    if (localExperts > 1) {
+      sourceMajor.resize(recv.total * width);
+      recv.expertToSource(expertMajor.data(), sourceMajor.data(), width);
+      rows = sourceMajor.data();
+    }
     out.resize(send.kept.size() * width);
-    exchange(sourceMajor.data(), recv.perSource, out.data(), send.perRank, width, what);
+    exchange(rows, recv.perSource, out.data(), send.perRank, width, what);
   }
 
   // Send-layout rows (sendRows) -> expert ranks, delivered expert-major into out.
   void toExperts(size_t width, std::vector<float>& out, const char* what) {
+    out.resize(recv.total * width);
+    if (localExperts == 1) {
+      exchange(sendRows.data(), send.perRank, out.data(), recv.perSource, width, what);
+      return;
+    }
     sourceMajor.resize(recv.total * width);
     exchange(sendRows.data(), send.perRank, sourceMajor.data(), recv.perSource, width, what);
-    out.resize(recv.total * width);
     recv.sourceToExpert(sourceMajor.data(), out.data(), width);
   }
 
