@@ -6,7 +6,8 @@ threads and binding. For every size the two backends alternate which goes first,
 to repeat; each repeat times ITERS blocking all_reduce calls (float32 sum, in place: torch's all_reduce is in place
 on every backend) after WARMUP untimed ones, and the slowest rank's time counts. The table gives the median of the
 repeats with its spread ((slowest - fastest) / median); busbw = 2 (n - 1) / n x bytes / time, as nccl-tests.
-Rank 0 prints the table and, with --json, writes every repeat.
+Rank 0 prints the table and, with --json, writes every repeat. --coll all_to_all_single times the MoE exchange
+instead (out of place, the size being each rank's input, busbw = (n - 1) / n x bytes / time).
 """
 
 import argparse
@@ -33,13 +34,20 @@ def sizes(lo, hi, factor):
         s *= factor
 
 
-def timed(group, t, iters, warmup, gloo):
-    for _ in range(warmup):
+def collective(name, t, out, group):
+    if name == "all_reduce":
         dist.all_reduce(t, group=group)
+    else:
+        dist.all_to_all_single(out, t, group=group)
+
+
+def timed(name, group, t, out, iters, warmup, gloo):
+    for _ in range(warmup):
+        collective(name, t, out, group)
     dist.barrier(group=gloo)
     start = time.perf_counter()
     for _ in range(iters):
-        dist.all_reduce(t, group=group)
+        collective(name, t, out, group)
     elapsed = torch.tensor([(time.perf_counter() - start) / iters])
     dist.all_reduce(elapsed, op=dist.ReduceOp.MAX, group=gloo)  # the slowest rank's time
     return elapsed.item() * 1e6
@@ -55,6 +63,7 @@ def main():
     p.add_argument("--min-iters", type=int, default=5)
     p.add_argument("--max-iters", type=int, default=2000)
     p.add_argument("--json", default=None)
+    p.add_argument("--coll", choices=["all_reduce", "all_to_all_single"], default="all_reduce")
     a = p.parse_args()
 
     dist.init_process_group("tern")
@@ -64,21 +73,25 @@ def main():
     rows, runs = [], []
     for k, size in enumerate(sizes(parse_bytes(a.minbytes), parse_bytes(a.maxbytes), a.factor)):
         count = max(1, size // 4)
+        if a.coll == "all_to_all_single":
+            count = max(n, count // n * n)  # every rank gets an equal block
         iters = max(a.min_iters, min(a.max_iters, parse_bytes(a.budget) // (count * 4)))
         warmup = max(2, min(20, iters // 5))
         t = torch.zeros(count)
+        out = torch.zeros(count) if a.coll == "all_to_all_single" else None
+        bus = 2 * (n - 1) / n if a.coll == "all_reduce" else (n - 1) / n
         times = {"tern": [], "gloo": []}
         for rep in range(a.repeats):
             order = ("tern", "gloo") if (k + rep) % 2 == 0 else ("gloo", "tern")
             for name in order:
-                us = timed(groups[name], t, iters, warmup, gloo)
+                us = timed(a.coll, groups[name], t, out, iters, warmup, gloo)
                 times[name].append(us)
                 runs.append({"bytes": count * 4, "backend": name, "repeat": rep, "first": name == order[0],
                              "iters": iters, "time_us": us})
         row = {"bytes": count * 4, "iters": iters}
         for name in ("tern", "gloo"):
             med = statistics.median(times[name])
-            row[name] = {"time_us": med, "busbw": 2 * (n - 1) / n * count * 4 / med / 1e3,
+            row[name] = {"time_us": med, "busbw": bus * count * 4 / med / 1e3,
                          "spread": (max(times[name]) - min(times[name])) / med}
         row["ratio"] = row["gloo"]["time_us"] / row["tern"]["time_us"]
         rows.append(row)
@@ -89,7 +102,7 @@ def main():
                   f"{row['ratio']:.2f}x", flush=True)
     if rank == 0 and a.json:
         with open(a.json, "w") as f:
-            json.dump({"ranks": n, "repeats": a.repeats, "rows": rows, "runs": runs}, f, indent=1)
+            json.dump({"ranks": n, "coll": a.coll, "repeats": a.repeats, "rows": rows, "runs": runs}, f, indent=1)
     dist.destroy_process_group()
 
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "stream_calls.hpp"
 #include "tensor_args.hpp"
 
 namespace tern::torch_backend {
@@ -93,10 +94,37 @@ ternComm_t Backend::comm() const {
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::enqueue(c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
-                                                Body body) {
-  auto work = c10::make_intrusive<Work>(getRank(), type, title, std::move(outputs), std::move(body));
-  queue_.push(work);
+                                                Body body, const std::vector<at::Tensor>& inputs) {
+  std::optional<c10::Device> device = deviceOf(outputs);
+  if (!device) device = deviceOf(inputs);  // e.g. gather off the root: no outputs, device inputs
+  auto work = c10::make_intrusive<Work>(getRank(), type, title, std::move(outputs), std::move(body), devicesOf(device));
+  submit(work, device);
   return work;
+}
+
+std::optional<c10::Device> Backend::deviceOf(const std::vector<at::Tensor>& tensors) {
+  for (const auto& t : tensors) {
+    if (t.defined() && !t.device().is_cpu()) return t.device();
+  }
+  return std::nullopt;
+}
+
+std::vector<c10::Device> Backend::devicesOf(const std::optional<c10::Device>& device) {
+  if (!device) return {};
+  return {*device};
+}
+
+void Backend::submit(const c10::intrusive_ptr<Work>& work, const std::optional<c10::Device>& device) {
+  if (!device) {
+    queue_.push(work);
+    return;
+  }
+  // Device tensors: the call is enqueued on the caller's current stream before this returns, as NCCL's are, so
+  // that the caller's next kernels on that stream come after it. Host calls already queued go first (one order of
+  // calls on every rank), so a device call waits for the group's pending host work before it is enqueued.
+  queue_.drain();
+  const StreamScope onStream(*device);
+  work->run();
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::broadcast(std::vector<at::Tensor>& tensors,
@@ -106,7 +134,7 @@ c10::intrusive_ptr<c10d::Work> Backend::broadcast(std::vector<at::Tensor>& tenso
   Buffer b = asBuffer(t, "broadcast");
   const int root = static_cast<int>(opts.rootRank);
   return enqueue(c10d::OpType::BROADCAST, "tern:broadcast", tensors, [this, b, root] {
-    check(ternBroadcast(b.ptr(), b.ptr(), b.count, b.dtype, root, comm()), "broadcast");
+    check(calls::broadcast(b.ptr(), b.ptr(), b.count, b.dtype, root, comm()), "broadcast");
     b.writeBack();
   });
 }
@@ -118,7 +146,7 @@ c10::intrusive_ptr<c10d::Work> Backend::allreduce(std::vector<at::Tensor>& tenso
   Reduction red = reductionOf(opts.reduceOp, t.scalar_type(), "allreduce");
   return enqueue(c10d::OpType::ALLREDUCE, "tern:all_reduce", tensors, [this, b, red]() mutable {
     red.premultiply(b.data);
-    check(ternAllReduce(b.ptr(), b.ptr(), b.count, b.dtype, red.op, comm()), "allreduce");
+    check(calls::allReduce(b.ptr(), b.ptr(), b.count, b.dtype, red.op, comm()), "allreduce");
     b.writeBack();
   });
 }
@@ -138,7 +166,7 @@ c10::intrusive_ptr<c10d::Work> Backend::allreduce_coalesced(std::vector<at::Tens
                  [this, tensors, red, dtype]() mutable {
                    at::Tensor flat = concatenated(tensors, "allreduce_coalesced");
                    red.premultiply(flat);
-                   check(ternAllReduce(flat.data_ptr(), flat.data_ptr(), flat.numel(), dtype, red.op, comm()),
+                   check(calls::allReduce(flat.data_ptr(), flat.data_ptr(), flat.numel(), dtype, red.op, comm()),
                          "allreduce_coalesced");
                    int64_t offset = 0;
                    for (const auto& t : tensors) {
@@ -161,7 +189,7 @@ c10::intrusive_ptr<c10d::Work> Backend::reduce(std::vector<at::Tensor>& tensors,
       in = in.clone();
       red.premultiply(in);
     }
-    check(ternReduce(in.data_ptr(), b.ptr(), b.count, b.dtype, red.op, root, comm()), "reduce");
+    check(calls::reduce(in.data_ptr(), b.ptr(), b.count, b.dtype, red.op, root, comm()), "reduce");
     b.writeBack();
   });
 }
@@ -177,7 +205,7 @@ c10::intrusive_ptr<c10d::Work> Backend::allgather(std::vector<std::vector<at::Te
   std::vector<at::Tensor> outs = outputs[0];
   return enqueue(c10d::OpType::ALLGATHER, "tern:all_gather", outs, [this, ib, outs] {
     at::Tensor flat = flatLike(ib.data, static_cast<int64_t>(ib.count) * getSize());
-    check(ternAllGather(ib.ptr(), flat.data_ptr(), ib.count, ib.dtype, comm()), "allgather");
+    check(calls::allGather(ib.ptr(), flat.data_ptr(), ib.count, ib.dtype, comm()), "allgather");
     const auto n = static_cast<int64_t>(ib.count);
     for (int r = 0; r < getSize(); ++r) copyFlatInto(outs[r], flat.narrow(0, r * n, n), "allgather");
   });
@@ -193,7 +221,7 @@ c10::intrusive_ptr<c10d::Work> Backend::_allgather_base(at::Tensor& output, at::
   Buffer ib = asBuffer(input, "all_gather_into_tensor");
   Buffer ob = asBuffer(output, "all_gather_into_tensor");
   return enqueue(c10d::OpType::_ALLGATHER_BASE, "tern:all_gather_into_tensor", {output}, [this, ib, ob] {
-    check(ternAllGather(ib.ptr(), ob.ptr(), ib.count, ib.dtype, comm()), "all_gather_into_tensor");
+    check(calls::allGather(ib.ptr(), ob.ptr(), ib.count, ib.dtype, comm()), "all_gather_into_tensor");
     ob.writeBack();
   });
 }
@@ -210,18 +238,18 @@ c10::intrusive_ptr<c10d::Work> Backend::allgather_coalesced(std::vector<std::vec
   }
   std::vector<at::Tensor> flatOutputs;
   for (const auto& list : outputLists) flatOutputs.insert(flatOutputs.end(), list.begin(), list.end());
-  return enqueue(c10d::OpType::ALLGATHER_COALESCED, "tern:all_gather_coalesced", flatOutputs,
-                 [this, outputLists, inputs] {
-                   for (size_t i = 0; i < inputs.size(); ++i) {
-                     Buffer ib = asBuffer(inputs[i], "allgather_coalesced");
-                     const auto n = static_cast<int64_t>(ib.count);
-                     at::Tensor flat = flatLike(ib.data, n * getSize());
-                     check(ternAllGather(ib.ptr(), flat.data_ptr(), ib.count, ib.dtype, comm()), "allgather_coalesced");
-                     for (int r = 0; r < getSize(); ++r) {
-                       copyFlatInto(outputLists[r][i], flat.narrow(0, r * n, n), "allgather_coalesced");
-                     }
-                   }
-                 });
+  return enqueue(
+      c10d::OpType::ALLGATHER_COALESCED, "tern:all_gather_coalesced", flatOutputs, [this, outputLists, inputs] {
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          Buffer ib = asBuffer(inputs[i], "allgather_coalesced");
+          const auto n = static_cast<int64_t>(ib.count);
+          at::Tensor flat = flatLike(ib.data, n * getSize());
+          check(calls::allGather(ib.ptr(), flat.data_ptr(), ib.count, ib.dtype, comm()), "allgather_coalesced");
+          for (int r = 0; r < getSize(); ++r) {
+            copyFlatInto(outputLists[r][i], flat.narrow(0, r * n, n), "allgather_coalesced");
+          }
+        }
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -242,7 +270,7 @@ c10::intrusive_ptr<c10d::Work> Backend::allgather_into_tensor_coalesced(std::vec
   return enqueue(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, "tern:all_gather_into_tensor_coalesced", outputs,
                  [this, ins, outs] {
                    for (size_t i = 0; i < ins.size(); ++i) {
-                     check(ternAllGather(ins[i].ptr(), outs[i].ptr(), ins[i].count, ins[i].dtype, comm()),
+                     check(calls::allGather(ins[i].ptr(), outs[i].ptr(), ins[i].count, ins[i].dtype, comm()),
                            "allgather_into_tensor_coalesced");
                      outs[i].writeBack();
                    }
@@ -265,26 +293,28 @@ c10::intrusive_ptr<c10d::Work> Backend::gather(std::vector<std::vector<at::Tenso
                 root, ") passes output tensors");
   }
   Buffer ib = asBuffer(in, "gather");
-  return enqueue(c10d::OpType::GATHER, "tern:gather", outs, [this, ib, outs, root] {
-    ternComm_t c = comm();
-    if (getRank() != root) {
-      check(ternSend(ib.ptr(), ib.count, ib.dtype, root, c), "gather");
-      return;
-    }
-    std::vector<Buffer> obs;
-    for (const auto& o : outs) obs.push_back(asBuffer(o, "gather"));
-    check(ternGroupStart(), "gather");
-    ternResult_t first = ternSuccess;
-    for (int r = 0; r < getSize(); ++r) {
-      if (r == root) continue;
-      ternResult_t res = ternRecv(obs[r].ptr(), obs[r].count, obs[r].dtype, r, c);
-      if (first == ternSuccess) first = res;
-    }
-    ternResult_t end = ternGroupEnd();
-    check(first != ternSuccess ? first : end, "gather");
-    obs[root].data.view(-1).copy_(ib.data.view(-1));
-    for (const auto& b : obs) b.writeBack();
-  });
+  return enqueue(c10d::OpType::GATHER, "tern:gather", outs,
+                 [this, ib, outs, root] {
+                   ternComm_t c = comm();
+                   if (getRank() != root) {
+                     check(calls::send(ib.ptr(), ib.count, ib.dtype, root, c), "gather");
+                     return;
+                   }
+                   std::vector<Buffer> obs;
+                   for (const auto& o : outs) obs.push_back(asBuffer(o, "gather"));
+                   check(ternGroupStart(), "gather");
+                   ternResult_t first = ternSuccess;
+                   for (int r = 0; r < getSize(); ++r) {
+                     if (r == root) continue;
+                     ternResult_t res = calls::recv(obs[r].ptr(), obs[r].count, obs[r].dtype, r, c);
+                     if (first == ternSuccess) first = res;
+                   }
+                   ternResult_t end = ternGroupEnd();
+                   check(first != ternSuccess ? first : end, "gather");
+                   obs[root].data.view(-1).copy_(ib.data.view(-1));
+                   for (const auto& b : obs) b.writeBack();
+                 },
+                 {in});
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::scatter(std::vector<at::Tensor>& outputs,
@@ -307,7 +337,7 @@ c10::intrusive_ptr<c10d::Work> Backend::scatter(std::vector<at::Tensor>& outputs
   return enqueue(c10d::OpType::SCATTER, "tern:scatter", outputs, [this, ob, ins, root] {
     ternComm_t c = comm();
     if (getRank() != root) {
-      check(ternRecv(ob.ptr(), ob.count, ob.dtype, root, c), "scatter");
+      check(calls::recv(ob.ptr(), ob.count, ob.dtype, root, c), "scatter");
       ob.writeBack();
       return;
     }
@@ -317,7 +347,7 @@ c10::intrusive_ptr<c10d::Work> Backend::scatter(std::vector<at::Tensor>& outputs
     ternResult_t first = ternSuccess;
     for (int r = 0; r < getSize(); ++r) {
       if (r == root) continue;
-      ternResult_t res = ternSend(ibs[r].ptr(), ibs[r].count, ibs[r].dtype, r, c);
+      ternResult_t res = calls::send(ibs[r].ptr(), ibs[r].count, ibs[r].dtype, r, c);
       if (first == ternSuccess) first = res;
     }
     ternResult_t end = ternGroupEnd();
@@ -340,7 +370,7 @@ c10::intrusive_ptr<c10d::Work> Backend::reduce_scatter(std::vector<at::Tensor>& 
   return enqueue(c10d::OpType::REDUCE_SCATTER, "tern:reduce_scatter", outputs, [this, ob, ins, red]() mutable {
     at::Tensor flat = concatenated(ins, "reduce_scatter");  // a copy: premultiplying leaves the inputs alone
     red.premultiply(flat);
-    check(ternReduceScatter(flat.data_ptr(), ob.ptr(), ob.count, ob.dtype, red.op, comm()), "reduce_scatter");
+    check(calls::reduceScatter(flat.data_ptr(), ob.ptr(), ob.count, ob.dtype, red.op, comm()), "reduce_scatter");
     ob.writeBack();
   });
 }
@@ -354,16 +384,17 @@ c10::intrusive_ptr<c10d::Work> Backend::_reduce_scatter_base(at::Tensor& output,
   Buffer ib = asBuffer(input, "reduce_scatter_tensor");
   Buffer ob = asBuffer(output, "reduce_scatter_tensor");
   Reduction red = reductionOf(opts.reduceOp, output.scalar_type(), "reduce_scatter_tensor");
-  return enqueue(
-      c10d::OpType::_REDUCE_SCATTER_BASE, "tern:reduce_scatter_tensor", {output}, [this, ib, ob, red]() mutable {
-        at::Tensor in = ib.data;
-        if (red.premultiplies()) {
-          in = in.clone();
-          red.premultiply(in);
-        }
-        check(ternReduceScatter(in.data_ptr(), ob.ptr(), ob.count, ob.dtype, red.op, comm()), "reduce_scatter_tensor");
-        ob.writeBack();
-      });
+  return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, "tern:reduce_scatter_tensor", {output},
+                 [this, ib, ob, red]() mutable {
+                   at::Tensor in = ib.data;
+                   if (red.premultiplies()) {
+                     in = in.clone();
+                     red.premultiply(in);
+                   }
+                   check(calls::reduceScatter(in.data_ptr(), ob.ptr(), ob.count, ob.dtype, red.op, comm()),
+                         "reduce_scatter_tensor");
+                   ob.writeBack();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -392,7 +423,7 @@ c10::intrusive_ptr<c10d::Work> Backend::reduce_scatter_tensor_coalesced(std::vec
             in = in.clone();
             reds[i].premultiply(in);
           }
-          check(ternReduceScatter(in.data_ptr(), outs[i].ptr(), outs[i].count, outs[i].dtype, reds[i].op, comm()),
+          check(calls::reduceScatter(in.data_ptr(), outs[i].ptr(), outs[i].count, outs[i].dtype, reds[i].op, comm()),
                 "reduce_scatter_tensor_coalesced");
           outs[i].writeBack();
         }
@@ -412,7 +443,7 @@ c10::intrusive_ptr<c10d::Work> Backend::alltoall_base(at::Tensor& output, at::Te
     TORCH_CHECK(ib.count % n == 0 && ob.count == ib.count, "tern all_to_all_single: input of ", input.numel(),
                 " and output of ", output.numel(), " elements cannot be split evenly over ", n, " ranks");
     return enqueue(c10d::OpType::ALLTOALL_BASE, "tern:all_to_all_single", {output}, [this, ib, ob, n] {
-      check(ternAlltoAll(ib.ptr(), ob.ptr(), ib.count / n, ib.dtype, comm()), "all_to_all_single");
+      check(calls::alltoAll(ib.ptr(), ob.ptr(), ib.count / n, ib.dtype, comm()), "all_to_all_single");
       ob.writeBack();
     });
   }
@@ -448,8 +479,8 @@ c10::intrusive_ptr<c10d::Work> Backend::alltoall_base(at::Tensor& output, at::Te
   auto [recvCounts, recvDispls] = countsOf(output, ob, outputSplitSizes, "output");
   return enqueue(c10d::OpType::ALLTOALL_BASE, "tern:all_to_all_single", {output},
                  [this, ib, ob, sendCounts, sendDispls, recvCounts, recvDispls] {
-                   check(ternAlltoAllv(ib.ptr(), sendCounts.data(), sendDispls.data(), ob.ptr(), recvCounts.data(),
-                                       recvDispls.data(), ib.dtype, comm()),
+                   check(calls::alltoAllv(ib.ptr(), sendCounts.data(), sendDispls.data(), ob.ptr(), recvCounts.data(),
+                                          recvDispls.data(), ib.dtype, comm()),
                          "all_to_all_single");
                    ob.writeBack();
                  });
@@ -478,8 +509,8 @@ c10::intrusive_ptr<c10d::Work> Backend::alltoall(std::vector<at::Tensor>& output
                  [this, inputs, outputs, sendCounts, sendDispls, recvCounts, recvDispls, recvAt, dtype] {
                    at::Tensor in = concatenated(inputs, "all_to_all");
                    at::Tensor out = flatLike(in, static_cast<int64_t>(recvAt));
-                   check(ternAlltoAllv(in.data_ptr(), sendCounts.data(), sendDispls.data(), out.data_ptr(),
-                                       recvCounts.data(), recvDispls.data(), dtype, comm()),
+                   check(calls::alltoAllv(in.data_ptr(), sendCounts.data(), sendDispls.data(), out.data_ptr(),
+                                          recvCounts.data(), recvDispls.data(), dtype, comm()),
                          "all_to_all");
                    for (size_t r = 0; r < outputs.size(); ++r) {
                      copyFlatInto(
@@ -496,15 +527,16 @@ c10::intrusive_ptr<c10d::Work> Backend::pointToPoint(bool isSend, at::Tensor ten
   Buffer b = asBuffer(tensor, name);
   const c10d::OpType type = isSend ? c10d::OpType::SEND : c10d::OpType::RECV;
   if (coalescing_) {
-    auto work = c10::make_intrusive<Work>(getRank(), type, title, std::vector<at::Tensor>{tensor}, nullptr);
+    auto work = c10::make_intrusive<Work>(getRank(), type, title, std::vector<at::Tensor>{tensor}, nullptr,
+                                          devicesOf(deviceOf({tensor})));
     coalesced_.push_back({isSend, tensor, peer, work});
     return work;
   }
   return enqueue(type, title, {tensor}, [this, b, peer, isSend, name] {
     if (isSend) {
-      check(ternSend(b.ptr(), b.count, b.dtype, peer, comm()), name);
+      check(calls::send(b.ptr(), b.count, b.dtype, peer, comm()), name);
     } else {
-      check(ternRecv(b.ptr(), b.count, b.dtype, peer, comm()), name);
+      check(calls::recv(b.ptr(), b.count, b.dtype, peer, comm()), name);
       b.writeBack();
     }
   });
@@ -536,32 +568,36 @@ c10::intrusive_ptr<c10d::Work> Backend::endCoalescing() {
   ops.swap(coalesced_);
   std::vector<at::Tensor> tensors;
   for (const auto& op : ops) tensors.push_back(op.tensor);
-  auto work = c10::make_intrusive<Work>(getRank(), c10d::OpType::COALESCED, "tern:coalesced", tensors, [this, ops] {
-    if (ops.empty()) return;
-    ternComm_t c = comm();
-    std::vector<Buffer> buffers;
-    for (const auto& op : ops) buffers.push_back(asBuffer(op.tensor, "batch_isend_irecv"));
-    check(ternGroupStart(), "batch_isend_irecv");
-    ternResult_t first = ternSuccess;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const Buffer& b = buffers[i];
-      ternResult_t r = ops[i].isSend ? ternSend(b.ptr(), b.count, b.dtype, ops[i].peer, c)
-                                     : ternRecv(b.ptr(), b.count, b.dtype, ops[i].peer, c);
-      if (first == ternSuccess) first = r;
-    }
-    ternResult_t end = ternGroupEnd();
-    check(first != ternSuccess ? first : end, "batch_isend_irecv");
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (!ops[i].isSend) buffers[i].writeBack();
-    }
-  });
+  const std::optional<c10::Device> device = deviceOf(tensors);
+  auto work = c10::make_intrusive<Work>(
+      getRank(), c10d::OpType::COALESCED, "tern:coalesced", tensors,
+      [this, ops] {
+        if (ops.empty()) return;
+        ternComm_t c = comm();
+        std::vector<Buffer> buffers;
+        for (const auto& op : ops) buffers.push_back(asBuffer(op.tensor, "batch_isend_irecv"));
+        check(ternGroupStart(), "batch_isend_irecv");
+        ternResult_t first = ternSuccess;
+        for (size_t i = 0; i < ops.size(); ++i) {
+          const Buffer& b = buffers[i];
+          ternResult_t r = ops[i].isSend ? calls::send(b.ptr(), b.count, b.dtype, ops[i].peer, c)
+                                         : calls::recv(b.ptr(), b.count, b.dtype, ops[i].peer, c);
+          if (first == ternSuccess) first = r;
+        }
+        ternResult_t end = ternGroupEnd();
+        check(first != ternSuccess ? first : end, "batch_isend_irecv");
+        for (size_t i = 0; i < ops.size(); ++i) {
+          if (!ops[i].isSend) buffers[i].writeBack();
+        }
+      },
+      devicesOf(device));
   for (const auto& op : ops) work->addFollower(op.work);
-  queue_.push(work);
+  submit(work, device);
   return work;
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::barrier(const c10d::BarrierOptions&) {
-  return enqueue(c10d::OpType::BARRIER, "tern:barrier", {}, [this] { check(ternBarrier(comm()), "barrier"); });
+  return enqueue(c10d::OpType::BARRIER, "tern:barrier", {}, [this] { check(calls::barrier(comm()), "barrier"); });
 }
 
 c10::intrusive_ptr<c10d::Work> Backend::allreduceCompressed(at::Tensor& tensor, const std::string& codec, int64_t key,
@@ -570,6 +606,8 @@ c10::intrusive_ptr<c10d::Work> Backend::allreduceCompressed(at::Tensor& tensor, 
   TORCH_CHECK(type == at::kFloat || type == at::kHalf || type == at::kBFloat16,
               "tern compressed allreduce: needs a float32, float16 or bfloat16 tensor, got ", c10::toString(type));
   TORCH_CHECK(tensor.is_contiguous(), "tern compressed allreduce: needs a contiguous tensor (a DDP bucket is)");
+  TORCH_CHECK(tensor.device().is_cpu(), "tern compressed allreduce: runs on CPU tensors only for now, got a tensor on ",
+              tensor.device().str(), " (TERN_COMPRESS compresses device collectives through the staged engine)");
   Buffer b = asBuffer(tensor, "compressed allreduce");
   CompressorKey wanted{key, tensor.numel(), type, codec};
   return enqueue(c10d::OpType::ALLREDUCE, "tern:all_reduce_compressed", {tensor}, [this, b, wanted, average] {

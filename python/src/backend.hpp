@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -86,9 +87,16 @@ class Backend final : public c10d::Backend {
 
  private:
   using Body = std::function<void()>;
+  // inputs: only to tell a call on device tensors whose outputs are empty on this rank (gather off the root).
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
-                                         Body body);
+                                         Body body, const std::vector<at::Tensor>& inputs = {});
   c10::intrusive_ptr<c10d::Work> pointToPoint(bool isSend, at::Tensor tensor, int peer, const char* title);
+  // Host works go to the worker thread; works on device tensors run at once on the caller's thread, enqueuing their
+  // tern calls on the caller's current stream (stream_calls.hpp).
+  void submit(const c10::intrusive_ptr<Work>& work, const std::optional<c10::Device>& device);
+  // The device of the first non-CPU tensor (nullopt: a host call).
+  static std::optional<c10::Device> deviceOf(const std::vector<at::Tensor>& tensors);
+  static std::vector<c10::Device> devicesOf(const std::optional<c10::Device>& device);
   // Throws a DistBackendError naming the collective, this rank and tern's message when r is not success.
   void check(ternResult_t r, const char* collective) const;
   void checkRank(int64_t peer, const char* collective, const char* what) const;

@@ -50,8 +50,8 @@ ternDataType_t ternTypeOf(at::ScalarType type, const char* collective) {
 
 Buffer asBuffer(const at::Tensor& t, const char* collective) {
   TORCH_CHECK(t.defined(), "tern ", collective, ": undefined tensor");
-  TORCH_CHECK(t.device().is_cpu(), "tern ", collective, ": the tern backend takes CPU tensors, got a tensor on ",
-              t.device().str(), " (use a \"cpu:tern,cuda:nccl\" backend string for device tensors)");
+  TORCH_CHECK(t.device().is_cpu() || t.device().is_cuda(), "tern ", collective,
+              ": the tern backend takes CPU and CUDA tensors, got a tensor on ", t.device().str());
   TORCH_CHECK(t.layout() == at::kStrided, "tern ", collective, ": sparse tensors are not supported");
   Buffer b;
   b.user = t;

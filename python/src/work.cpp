@@ -4,11 +4,20 @@
 
 namespace tern::torch_backend {
 
-Work::Work(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> outputs, std::function<void()> body)
+Work::Work(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> outputs, std::function<void()> body,
+           std::vector<c10::Device> devices)
     : c10d::Work(rank, type, title),
       outputs_(std::move(outputs)),
       body_(std::move(body)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+      onDevice_(!devices.empty()),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                       std::move(devices))) {}
+
+bool Work::wait(std::chrono::milliseconds timeout) {
+  const bool done = c10d::Work::wait(timeout);  // rethrows the body's error
+  if (done && onDevice_) future_->wait();       // the current stream waits for the calls' stream
+  return done;
+}
 
 c10::intrusive_ptr<c10::ivalue::Future> Work::getFuture() { return future_; }
 

@@ -17,11 +17,18 @@ namespace tern::torch_backend {
 
 class Work : public c10d::Work {
  public:
-  // outputs: the tensors the Future holds once the body has run (what DDP comm hooks read).
-  Work(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> outputs, std::function<void()> body);
+  // outputs: the tensors the Future holds once the body has run (what DDP comm hooks read). devices: empty for host
+  // work; for work on device tensors, their device: the body then only enqueues on the caller's current stream, and
+  // the Future is device-aware (it records an event on that stream when completed, and waiting on it makes the
+  // waiter's current stream wait for the event), as ProcessGroupNCCL's futures are.
+  Work(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> outputs, std::function<void()> body,
+       std::vector<c10::Device> devices = {});
 
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override;
+  // Host work: blocks until the body has run. Device work: the body has run (enqueued) already; the caller's
+  // current stream is made to wait for the stream the calls went to.
+  bool wait(std::chrono::milliseconds timeout) override;
 
   // Runs the body on the calling (worker) thread and completes the Work and its Future; an exception thrown by the
   // body becomes the Work's error, rethrown by wait() and set on the Future.
@@ -36,6 +43,7 @@ class Work : public c10d::Work {
 
   std::vector<at::Tensor> outputs_;
   std::function<void()> body_;
+  bool onDevice_ = false;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::vector<c10::intrusive_ptr<Work>> followers_;
 };

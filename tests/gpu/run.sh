@@ -7,7 +7,9 @@
 #      dtype, many sizes, seeds and offsets, with and without error feedback; then the GPU throughput table of every
 #      kernel (encode, encode with error feedback, decode) next to the device-to-device copy bandwidth;
 #   3. tern_gpu_device_check on 2, 3 and 4 ranks sharing the GPU: the collectives matrix (every collective, dtype and
-#      op, in and out of place) on cudaMalloc buffers through the stream-ordered calls of tern_cuda.h.
+#      op, in and out of place) on cudaMalloc buffers through the stream-ordered calls of tern_cuda.h;
+#   4. tests/gpu/torch_cuda_check.py on 2 ranks: the torch.distributed backend on CUDA tensors (every collective,
+#      stream order, a DDP step), with the bundle's tern.torch when the machine's torch is the one it was built for.
 # A part that cannot run is reported as NOT RUN and makes the exit status non-zero: nothing here passes by skipping.
 # Usage: tests/gpu/run.sh [codec_cuda_test options, e.g. --quick --bench-mib=1024]
 # Environment: BUILD (build directory, default build-gpu), JOBS, TERN_CUDA_ARCHITECTURES (default 90-real),
@@ -76,6 +78,18 @@ if [[ -n "$check_bin" ]]; then
 else
   echo "== device collectives NOT RUN: no bundle and the full project does not build here (run tests/gpu/bundle.sh" \
     "where it does and carry .gpu-bundle)"
+  status=1
+fi
+py=$(command -v python3 || true)
+torch_here=$([[ -n $py ]] && "$py" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)
+torch_bundle=$(cat "$bundle/python/TORCH_VERSION" 2>/dev/null || echo none)
+if [[ -d "$bundle/python/tern" && $torch_here == "$torch_bundle" ]]; then
+  echo "== torch backend on CUDA tensors (torch $torch_here): torch_cuda_check.py 2"
+  PYTHONPATH=$bundle/python${PYTHONPATH:+:$PYTHONPATH} TERN_TIMEOUT=${TERN_TIMEOUT:-120} \
+    "$py" "$root/tests/gpu/torch_cuda_check.py" 2 || { echo "== torch backend on CUDA FAILED or NOT RUN"; status=1; }
+else
+  echo "== torch backend on CUDA NOT RUN: the bundle's tern.torch was built for torch $torch_bundle, this machine" \
+    "has torch $torch_here"
   status=1
 fi
 echo "== total $(( $(date +%s) - start )) s, exit status $status"

@@ -1,6 +1,9 @@
 """The ``tern`` backend of torch.distributed.
 
-Importing this module registers the backend (``torch.distributed.Backend.register_backend``) for CPU tensors; it is
+Importing this module registers the backend (``torch.distributed.Backend.register_backend``) for CPU tensors, and
+for CUDA tensors where torch sees a GPU (``init_process_group("tern")`` then serves both; ``"cpu:tern,cuda:nccl"``
+still picks NCCL for the GPU). On CUDA tensors the collectives are stream-ordered as NCCL's: enqueued on the
+caller's current stream before the call returns (tern's NCCL or staged device engine, see docs/PYTORCH.md). It is
 not registered on ``import torch`` (no entry point), so a script says ``import tern.torch`` once, before
 ``init_process_group``. The process group's store bootstraps tern (rank 0 publishes a tern unique id), so every
 ``init_method`` torch offers (env://, tcp://, file://, torchrun's rendezvous) works, as do ``new_group`` and several
@@ -37,5 +40,10 @@ def backend_of(group=None) -> "_C.Backend":
     return backend
 
 
+def _devices():
+    # CUDA only where a GPU is visible: on a CPU-only machine a "cuda" entry would only make torch look for one.
+    return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+
+
 if not hasattr(dist.Backend, BACKEND_NAME.upper()):
-    dist.Backend.register_backend(BACKEND_NAME, _create_backend, extended_api=True, devices=["cpu"])
+    dist.Backend.register_backend(BACKEND_NAME, _create_backend, extended_api=True, devices=_devices())

@@ -481,6 +481,32 @@ def object_cases():
     case(objects, "all_gather_object / broadcast_object_list")
 
 
+def device_cases():
+    # The backend registers for CUDA only where torch sees a GPU (not here: the CUDA path runs in tests/gpu), and a
+    # tensor on a device it does not serve is refused with the device named, not read as host memory.
+    def registration():
+        global checked
+        want = ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+        checked += 1
+        if tern.torch._devices() != want:
+            fail("backend devices", f"{tern.torch._devices()} instead of {want}")
+
+    def other_device():
+        global checked
+        t = torch.empty(4, device="meta")
+        checked += 1
+        try:
+            tern.torch.backend_of().allreduce([t]).wait()
+        except RuntimeError as e:
+            if "meta" not in str(e):
+                fail("a meta tensor", f"the error does not name the device: {e}")
+            return
+        fail("a meta tensor", "no error")
+
+    case(registration, "backend devices")
+    case(other_device, "a tensor on another device")
+
+
 def main():
     global RANK, WORLD, GLOO
     dist.init_process_group("tern")
@@ -498,6 +524,7 @@ def main():
     layout_cases()
     subgroup_cases()
     object_cases()
+    device_cases()
     big_cases()
     dist.barrier()
     print(json.dumps({"checked": checked, "failures": failures, "gloo_compared": gloo_compared}))
