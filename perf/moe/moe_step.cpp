@@ -93,6 +93,22 @@ int main(int argc, char** argv) {
     mark = t;
   };
 
+  // The experts: each local expert doubles its rows, forward (inputs -> outputs) and backward (output gradients ->
+  // input gradients), through the C API's accessors.
+  using Rows = ternResult_t (*)(ternMoe_t, int, const float**);
+  using Out = ternResult_t (*)(ternMoe_t, int, float**);
+  auto runExperts = [&](Rows rowsOf, Out outOf, const char* what) {
+    for (int j = 0; j < expertsPerRank; ++j) {
+      size_t count = 0;
+      const float* in = nullptr;
+      float* o = nullptr;
+      check(ternMoeExpertTokens(moe, j, &count), comm, "ternMoeExpertTokens");
+      check(rowsOf(moe, j, &in), comm, what);
+      check(outOf(moe, j, &o), comm, what);
+      for (size_t i = 0; i < count * hidden; ++i) o[i] = 2.0f * in[i];
+    }
+  };
+
   auto step = [&](int s) {
     mark = now();
     for (size_t t = 0; t < tokens; ++t) {
@@ -102,29 +118,13 @@ int main(int argc, char** argv) {
     lap(0);
     check(ternMoeDispatch(moe, x.data(), tokens, ids.data(), gates.data()), comm, "ternMoeDispatch");
     lap(1);
-    for (int j = 0; j < expertsPerRank; ++j) {
-      size_t count = 0;
-      const float* in = nullptr;
-      float* o = nullptr;
-      check(ternMoeExpertTokens(moe, j, &count), comm, "ternMoeExpertTokens");
-      check(ternMoeExpertInput(moe, j, &in), comm, "ternMoeExpertInput");
-      check(ternMoeExpertOutput(moe, j, &o), comm, "ternMoeExpertOutput");
-      for (size_t i = 0; i < count * hidden; ++i) o[i] = 2.0f * in[i];
-    }
+    runExperts(ternMoeExpertInput, ternMoeExpertOutput, "ternMoeExpertInput/Output");
     lap(2);
     check(ternMoeCombine(moe, out.data()), comm, "ternMoeCombine");
     lap(3);
     check(ternMoeCombineBackward(moe, grad.data(), nullptr), comm, "ternMoeCombineBackward");
     lap(4);
-    for (int j = 0; j < expertsPerRank; ++j) {
-      size_t count = 0;
-      const float* g = nullptr;
-      float* gi = nullptr;
-      check(ternMoeExpertTokens(moe, j, &count), comm, "ternMoeExpertTokens");
-      check(ternMoeExpertGradOutput(moe, j, &g), comm, "ternMoeExpertGradOutput");
-      check(ternMoeExpertGradInput(moe, j, &gi), comm, "ternMoeExpertGradInput");
-      for (size_t i = 0; i < count * hidden; ++i) gi[i] = 2.0f * g[i];
-    }
+    runExperts(ternMoeExpertGradOutput, ternMoeExpertGradInput, "ternMoeExpertGradOutput/GradInput");
     lap(2);
     check(ternMoeDispatchBackward(moe, gradIn.data()), comm, "ternMoeDispatchBackward");
     lap(5);
