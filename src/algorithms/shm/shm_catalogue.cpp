@@ -113,7 +113,7 @@ size_t shmCmaMinBytes(Collective c, int nranks) {
 size_t shmAlltoAllInlineLimit(const CollArgs& a, int nranks) {
   const size_t capacity = alltoallInlineCapacity(nranks);
   if (a.inPlace) return capacity;
-  return std::min(capacity, (size_t{32} << 10) * static_cast<size_t>(std::max(1, nranks - 1)));
+  return std::min(capacity, (size_t{16} << 10) * static_cast<size_t>(std::max(1, nranks - 1)));
 }
 
 ShmAlgorithm defaultShmAlgorithm(const CollArgs& a, int nranks) {

@@ -41,8 +41,9 @@ size_t shmSmallLimit(Collective c, int nranks);
 
 // All-to-all: the most bytes a rank sends to its peers inline in its staging slot (beyond, they are read from its
 // buffer by CMA or in place, or staged in rounds). Two copies and one synchronisation beat a system call per peer
-// and an end barrier up to a few tens of KiB per peer; in place, reading from the buffer costs a third copy (the
-// private one), so inline wins up to the slot.
+// and an end barrier up to about 16 KiB per peer (2 ranks: 32 KiB per peer already reads faster by CMA; 4 ranks
+// sharing 2 CPUs: 16 KiB per peer inline, 32 KiB by CMA); in place, reading from the buffer costs a third copy
+// (the private one), so inline wins up to the slot.
 size_t shmAlltoAllInlineLimit(const CollArgs& a, int nranks);
 
 // Ordinary buffers of at least this many input bytes per rank, between processes that may read each other, take the
