@@ -13,6 +13,11 @@ namespace tern {
 namespace {
 
 constexpr int64_t kOversubscribedYieldPollNs = 200000;
+// Ranks that own their CPUs may spin through waits up to this long. The budget adapts to the waits actually seen
+// (SpinBudget::sleptThrough), so it reaches the ceiling only where waits end within it: a large block's copy on the
+// other side (hundreds of microseconds), which with a short ceiling paid a sleeping vCPU's wake-up on every call.
+// A wait for a peer that computes, or anything longer, halves it back towards the floor.
+constexpr int64_t kOwnCpuSpinCeilingNs = 1000000;
 
 // CPUs the node's ranks share. A rank bound to a single CPU was almost certainly placed by a launcher that binds
 // one rank per CPU (tern-run --bind-to core, mpirun --bind-to core): its peers run on the other CPUs, so the
@@ -61,7 +66,7 @@ SpinPolicy chooseSpinPolicy(int localRanks) {
   SpinPolicy p;
   p.yields = 4;
   if (localRanks <= usableCpus()) {
-    p.maxSpinNs = 50000;
+    p.maxSpinNs = kOwnCpuSpinCeilingNs;
     p.minSpinNs = 10000;
   } else {
     // No spin: it would only delay a CPU-mate we may be waiting for; the yield poll hands it the CPU instead.

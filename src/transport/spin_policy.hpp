@@ -4,8 +4,11 @@
 //
 // Why spin at all: on virtual CPUs a sleep is cheap but the wake-up is not: an idle vCPU halts, and waking it costs
 // the host a VM exit and entry, far more than a same-host message takes to arrive. Spinning only ever happens in the
-// rank's own waiting thread, for a bounded and adaptive time: halved when a spin ends without what it waited for
-// (the peer was preempted or slow), doubled when it succeeds, between the policy's floor and ceiling.
+// rank's own waiting thread, for a bounded and adaptive time between the policy's floor and ceiling: doubled when a
+// spin succeeds; when it ends without what it waited for, the wait sleeps, and the next budget follows how long the
+// whole wait took: long enough to cover it when it ended within the ceiling (a wait that is only a little longer
+// than the budget, such as a peer still copying a large block, would otherwise pay the wake-up on every call), halved
+// when it did not (the peer was preempted, or computes).
 #pragma once
 
 #include <algorithm>
@@ -31,6 +34,14 @@ class SpinBudget {
   int64_t ns() const { return budgetNs_; }
   void succeeded() { budgetNs_ = std::min(policy_.maxSpinNs, budgetNs_ * 2 + 1000); }
   void failed() { budgetNs_ = std::max(policy_.minSpinNs, budgetNs_ / 2); }
+  // A spin that failed, after which the wait slept and ended `waitedNs` after it began (spin included).
+  void sleptThrough(int64_t waitedNs) {
+    if (waitedNs > policy_.maxSpinNs) {
+      failed();
+      return;
+    }
+    budgetNs_ = std::clamp(waitedNs + waitedNs / 2, policy_.minSpinNs, policy_.maxSpinNs);
+  }
 
  private:
   SpinPolicy policy_;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "algorithms/registry.hpp"
+#include "algorithms/shm/alltoall_balance.hpp"
 #include "algorithms/shm/direct_collectives.hpp"
 #include "algorithms/shm/shm_catalogue.hpp"
 #include "common/reference.hpp"
@@ -173,6 +174,7 @@ TEST(ShmAlltoAll, LargeBlocksMatchTheReference) {
     ZeroCopy zc(mode);
     for (int n : {2, 3}) {
       const uint64_t mapped = runs(ShmAlgorithm::kMapped), staged = runs(ShmAlgorithm::kPipelined);
+      const uint64_t pushes = shm::alltoallPushesForTesting();
       runOnRanks(n, Wire::kTcp, [&](ternComm_t comm, int r) {
         for (ternDataType_t t : {ternUint8, ternBfloat16, ternFloat32, ternFloat64}) {
           for (bool inPlace : {false, true}) {
@@ -189,6 +191,10 @@ TEST(ShmAlltoAll, LargeBlocksMatchTheReference) {
         const ShmAlgorithm expect = mode == ZeroCopyMode::kAuto ? ShmAlgorithm::kMapped : ShmAlgorithm::kPipelined;
         EXPECT_GE(runs(expect) - (expect == ShmAlgorithm::kMapped ? mapped : staged), 8u * n)
             << "ranks " << n << " ran " << shm::shmAlgorithmName(expect) << " too rarely";
+        // The uneven splits leave some ranks far more to copy: in one pass, senders wrote part of their blocks.
+        if (expect == ShmAlgorithm::kMapped) {
+          EXPECT_GT(shm::alltoallPushesForTesting(), pushes) << "ranks " << n;
+        }
       }
     }
   }
@@ -282,6 +288,31 @@ std::vector<size_t> forcedCounts(ShmAlgorithm a) {
   return {7, 70000};
 }
 
+// Blocks rank `rank` writes into its peers in one uneven one-pass float32 call of `unit`-element units: blocks that
+// large go inline only from a rank that sends its peers nothing, and in place such a rank takes no writes either.
+uint64_t expectedPushes(int rank, int n, size_t unit, bool inPlace) {
+  const auto un = static_cast<size_t>(n);
+  std::vector<uint64_t> bytes(un * un), fixed(un, 0);
+  for (int p = 0; p < n; ++p) {
+    for (int q = 0; q < n; ++q) bytes[p * un + q] = unevenCount(p, q, unit) * sizeof(float);
+  }
+  for (size_t q = 0; q < un; ++q) {
+    bool sendsPeers = false;
+    for (size_t d = 0; d < un; ++d) sendsPeers = sendsPeers || (d != q && bytes[q * un + d] > 0);
+    if (sendsPeers || !inPlace) continue;
+    for (size_t p = 0; p < un; ++p) {
+      if (p == q) continue;
+      fixed[q] += bytes[p * un + q];
+      bytes[p * un + q] = 0;
+    }
+  }
+  const shm::AlltoAllCopyPlan plan =
+      shm::planAlltoAllCopies(n, bytes, fixed, shm::kAlltoAllMinBalanceShift, shm::kAlltoAllBalanceAlign);
+  uint64_t pushes = 0;
+  for (int q = 0; q < n; ++q) pushes += plan.pushed[static_cast<size_t>(rank) * un + q] > 0 ? 1 : 0;
+  return pushes;
+}
+
 // Runs alltoall and alltoallv at the forced form's counts; returns the calls made.
 uint64_t runForced(ternComm_t comm, int r, int n, ShmAlgorithm forced) {
   uint64_t calls = 0;
@@ -337,9 +368,16 @@ TEST(ShmAlltoAllChild, DISABLED_ProcessRankRunsTheForcedForm) {
     // The default between processes: inline for small blocks, CMA beyond a slot where the host allows it.
     ASSERT_EQ(runAndCheck(comm, rank, 2, ternFloat32, 1023, false, false), ternSuccess) << ternGetLastError(comm);
     EXPECT_EQ(runs(ShmAlgorithm::kSmall), 1u);
+    const uint64_t pushes = shm::alltoallPushesForTesting();
     for (bool inPlace : {false, true}) {
       ASSERT_EQ(runAndCheck(comm, rank, 2, ternFloat32, kLarge, false, inPlace), ternSuccess) << ternGetLastError(comm);
       ASSERT_EQ(runAndCheck(comm, rank, 2, ternFloat32, 100000, true, inPlace), ternSuccess) << ternGetLastError(comm);
+    }
+    // Where the split leaves this rank less to copy than its peer, it wrote part of its block into the peer (blocks
+    // of 100000-element units never go inline unless empty, so the plan is the one the library computed).
+    if (runs(ShmAlgorithm::kCma) > 0) {
+      EXPECT_EQ(shm::alltoallPushesForTesting() - pushes,
+                expectedPushes(rank, 2, 100000, false) + expectedPushes(rank, 2, 100000, true));
     }
     if (runs(ShmAlgorithm::kCma) == 0) {
       EXPECT_EQ(runs(ShmAlgorithm::kPipelined), 4u);

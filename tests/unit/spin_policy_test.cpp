@@ -36,11 +36,37 @@ TEST(SpinBudget, HalvesToItsFloorOnFailureAndGrowsBackToItsCeiling) {
   EXPECT_EQ(b.ns(), 40000);
 }
 
+TEST(SpinBudget, AWaitThatSleptSetsTheNextBudgetToCoverItOrHalvesItWhenTooLong) {
+  SpinPolicy p;
+  p.maxSpinNs = 1000000;
+  p.minSpinNs = 10000;
+  SpinBudget b(p);
+  for (int i = 0; i < 20; ++i) b.failed();
+  ASSERT_EQ(b.ns(), 10000);
+  // A 150 us wait (spin included): the next spin covers it, with room to spare.
+  b.sleptThrough(150000);
+  EXPECT_GE(b.ns(), 150000);
+  EXPECT_LE(b.ns(), p.maxSpinNs);
+  // Never past the ceiling, even for a wait just within it.
+  b.sleptThrough(p.maxSpinNs);
+  EXPECT_EQ(b.ns(), p.maxSpinNs);
+  // A wait longer than the ceiling (a peer that computes) halves it, towards the floor.
+  b.sleptThrough(5 * p.maxSpinNs);
+  EXPECT_EQ(b.ns(), p.maxSpinNs / 2);
+  for (int i = 0; i < 20; ++i) b.sleptThrough(5 * p.maxSpinNs);
+  EXPECT_EQ(b.ns(), p.minSpinNs);
+  // A very short wait that still slept cannot take it below the floor.
+  b.sleptThrough(100);
+  EXPECT_EQ(b.ns(), p.minSpinNs);
+}
+
 TEST(SpinBudget, AZeroPolicyNeverSpins) {
   SpinBudget b{SpinPolicy{}};
   b.succeeded();
   EXPECT_EQ(b.ns(), 0);
   b.failed();
+  EXPECT_EQ(b.ns(), 0);
+  b.sleptThrough(50000);
   EXPECT_EQ(b.ns(), 0);
 }
 

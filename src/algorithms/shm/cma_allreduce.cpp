@@ -11,11 +11,8 @@
 // the peer's output (the same memory when the peer runs in place). Every rank is inside the call (describeCall's
 // exchange) before anyone touches its buffers, and nobody leaves before every rank has posted `done`.
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 #include "algorithms/shm/direct_call.hpp"
-#include "transport/shm/process_identity.hpp"
 
 namespace tern::shm {
 
@@ -51,16 +48,7 @@ void cmaAllReduce(DirectCall& c) {
       reduceInOrder(result, srcs.data(), n, m, a.dtype, a.op, c.avgDivisor, c.tmp);
       for (int i = 1; i < n; ++i) {
         const int p = (me + i) % n;
-        if (!cmaWrite(c.mesh->peer(p).pid, c.peerOutAddr[p] + off * e, result, m * e)) {
-          if (errno == ESRCH) {  // the peer process no longer exists
-            throwError(ternRemoteError,
-                       "rank %d: %s: rank %d (same host) died while its output was being written "
-                       "(process_vm_writev: %s)",
-                       me, c.what, p, std::strerror(errno));
-          }
-          throwError(ternSystemError, "rank %d: %s: cannot write rank %d's output (process_vm_writev: %s)", me, c.what,
-                     p, std::strerror(errno));
-        }
+        c.cmaWritePeer(p, c.peerOutAddr[p] + off * e, result, m * e, "output");
       }
     }
   }

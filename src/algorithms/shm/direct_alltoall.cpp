@@ -9,8 +9,10 @@
 //   - inline blocks are copied out of the sender's slot (two copies, one synchronisation; no end barrier, since a
 //     slot is reused only kStageSlots chunks later, after every rank has posted `done` for it);
 //   - otherwise, when every rank can read every peer (threads of one process read in place; processes by CMA),
-//     every rank pulls its blocks straight from the senders' buffers (one copy), then waits until every peer has
-//     finished reading its own;
+//     every block moves in one copy straight from the sender's buffer into the receiver's: the receiver reads it,
+//     except where the sizes leave some ranks with far more to copy than others (uneven all-to-allv), where senders
+//     write the leading part of their blocks into the receivers' buffers (alltoall_balance.hpp); then every rank
+//     waits until every peer has finished with its buffers;
 //   - otherwise the blocks go through the staging slots in rounds, each slot split into one region per receiver.
 // In place, a rank whose blocks are read from its buffer (or staged from it in rounds) copies them to private scratch
 // first, since it overwrites the buffer with what it receives while they are still needed. Its own block is copied
@@ -19,9 +21,11 @@
 // Sizes that disagree between a sender and its receiver are an error on every rank (every rank checks every pair
 // from the tables), not a hang or a short copy.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
+#include "algorithms/shm/alltoall_balance.hpp"
 #include "algorithms/shm/direct_call.hpp"
 #include "base/dtype.hpp"
 #include "base/error.hpp"
@@ -38,11 +42,13 @@ struct alignas(kLine) ExchangeHeader {
 constexpr uint32_t kInline = 1;       // the blocks for peers follow the table, packed in peer order
 constexpr uint32_t kReadsAll = 2;     // this rank can read every peer's memory (same process, or CMA)
 constexpr uint32_t kSameProcess = 4;  // every peer shares this rank's address space
+constexpr uint32_t kTakesWrites = 8;  // peers may write their blocks into this rank's output (one pass)
 
 struct ExchangeEntry {
   uint64_t sendBytes;
   uint64_t recvBytes;
-  uint64_t addr;  // in the sender's address space
+  uint64_t addr;      // of the block for this peer, in the sender's address space
+  uint64_t recvAddr;  // where the block from this peer goes, in the receiver's address space
 };
 
 size_t tableBytes(int n) { return alignUp(sizeof(ExchangeHeader) + sizeof(ExchangeEntry) * n, kLine); }
@@ -62,6 +68,8 @@ size_t sendDispl(const CollArgs& a, int q) {
 size_t recvDispl(const CollArgs& a, int q) {
   return a.coll == Collective::kAlltoAll ? a.count * static_cast<size_t>(q) : a.recvDispls[q];
 }
+
+std::atomic<uint64_t> gPushes{0};
 
 // Private copy of an in-place caller's blocks, per thread (a rank runs its calls on one thread at a time).
 std::vector<char>& inPlaceScratch() {
@@ -84,6 +92,8 @@ size_t alltoallPeerBytes(const CollArgs& a, int rank, int nranks) {
   }
   return bytes;
 }
+
+uint64_t alltoallPushesForTesting() { return gPushes.load(); }
 
 size_t alltoallInlineCapacity(int nranks) { return kStageSlotBytes - tableBytes(nranks); }
 
@@ -136,11 +146,16 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   auto* table = reinterpret_cast<ExchangeEntry*>(slot + sizeof(ExchangeHeader));
   header->argsKey = argsKey(a);
   header->nranks = static_cast<uint32_t>(n);
-  header->flags = (inlineMine ? kInline : 0) | (readsAll ? kReadsAll : 0) | (sameProcess ? kSameProcess : 0);
+  // In place, an inline rank's output is its input, which it has not copied aside: a peer's write could overtake
+  // the copy of its own block.
+  const bool takesWrites = !(inlineMine && (c.in == c.out || a.inPlace));
+  header->flags = (inlineMine ? kInline : 0) | (readsAll ? kReadsAll : 0) | (sameProcess ? kSameProcess : 0) |
+                  (takesWrites ? kTakesWrites : 0);
   char* packed = slot + tableBytes(n);
   for (int q = 0; q < n; ++q) {
     const size_t bytes = sendCount(a, q) * e;
-    table[q] = ExchangeEntry{bytes, recvCount(a, q) * e, reinterpret_cast<uint64_t>(blockFor(q))};
+    table[q] = ExchangeEntry{bytes, recvCount(a, q) * e, reinterpret_cast<uint64_t>(blockFor(q)),
+                             reinterpret_cast<uint64_t>(c.out + recvDispl(a, q) * e)};
     if (inlineMine && q != me && bytes > 0) {
       std::memcpy(packed, blockFor(q), bytes);
       packed += bytes;
@@ -194,7 +209,29 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   const size_t piece = std::max<size_t>(kLine, kStageSlotBytes / static_cast<size_t>(n) / kLine * kLine);
   const uint32_t rounds = allInline || onePass ? 0 : static_cast<uint32_t>((stagedMax + piece - 1) / piece);
 
-  // Own block, then every peer's: inline from its slot, or read in place / by CMA.
+  // One pass: which leading part of every block its sender writes into the receiver (the rest the receiver reads),
+  // planned alike on every rank from the tables. Blocks that came inline are the receiver's to copy, and so are the
+  // blocks for a rank that takes no writes.
+  std::vector<uint64_t>& pushed = c.pushedBytes;
+  pushed.assign(static_cast<size_t>(n) * static_cast<size_t>(n), 0);
+  if (onePass) {
+    const auto un = static_cast<size_t>(n);
+    std::vector<uint64_t> movable(un * un, 0), fixed(un, 0);
+    for (size_t p = 0; p < un; ++p) {
+      const ExchangeEntry* t = tableOf(c, static_cast<int>(p), g0);
+      for (size_t q = 0; q < un; ++q) {
+        if ((inlined[p] != 0 || (headerOf(c, static_cast<int>(q), g0).flags & kTakesWrites) == 0) && p != q) {
+          fixed[q] += t[q].sendBytes;
+        } else {
+          movable[p * un + q] = t[q].sendBytes;
+        }
+      }
+    }
+    pushed = planAlltoAllCopies(n, movable, fixed, kAlltoAllMinBalanceShift, kAlltoAllBalanceAlign).pushed;
+  }
+  auto pushedOf = [&](int p, int q) { return pushed[static_cast<size_t>(p) * static_cast<size_t>(n) + q]; };
+
+  // Own block, then every peer's: inline from its slot, or read in place / by CMA (what its sender does not write).
   const size_t ownBytes = sendCount(a, me) * e;
   if (ownBytes > 0 && c.out + recvDispl(a, me) * e != blockFor(me)) {
     std::memmove(c.out + recvDispl(a, me) * e, blockFor(me), ownBytes);
@@ -211,11 +248,28 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
       }
       if (bytes > 0) std::memcpy(dst, c.stage(p, g0) + offset, bytes);
     } else if (onePass && bytes > 0) {
-      if (c.mesh->peer(p).sameProcess) {
-        std::memcpy(dst, reinterpret_cast<const char*>(t[me].addr), bytes);
-      } else {
-        c.cmaReadPeer(p, dst, t[me].addr, bytes, "alltoall input");
+      const size_t from = pushedOf(p, me);
+      if (from < bytes) {
+        if (c.mesh->peer(p).sameProcess) {
+          std::memcpy(dst + from, reinterpret_cast<const char*>(t[me].addr) + from, bytes - from);
+        } else {
+          c.cmaReadPeer(p, dst + from, t[me].addr + from, bytes - from, "alltoall input");
+        }
       }
+    }
+  }
+  if (onePass) {
+    for (int i = 1; i < n; ++i) {
+      const int q = (me + i) % n;
+      const size_t part = pushedOf(me, q);
+      if (part == 0) continue;
+      const uint64_t to = tableOf(c, q, g0)[me].recvAddr;
+      if (c.mesh->peer(q).sameProcess) {
+        std::memcpy(reinterpret_cast<char*>(to), blockFor(q), part);
+      } else {
+        c.cmaWritePeer(q, to, blockFor(q), part, "alltoall output");
+      }
+      gPushes.fetch_add(1, std::memory_order_relaxed);
     }
   }
   c.post(&RankControl::done, g0 + 1);
@@ -252,7 +306,7 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   c.chunks = 1 + rounds;
 
   if (onePass) {
-    // Peers read this rank's buffer (or scratch) until they post `done`.
+    // Peers read this rank's buffer (or scratch), and may write its output, until they post `done`.
     c.waitAllPeers(&RankControl::done, g0 + 1, "end of the alltoall");
     return allSameProcess ? ShmAlgorithm::kMapped : ShmAlgorithm::kCma;
   }

@@ -24,6 +24,18 @@ void DirectCall::cmaReadPeer(int p, void* dst, uint64_t addr, size_t bytes, cons
   }
 }
 
+void DirectCall::cmaWritePeer(int p, uint64_t addr, const void* src, size_t bytes, const char* label) const {
+  if (!cmaWrite(mesh->peer(p).pid, addr, src, bytes)) {
+    if (errno == ESRCH) {
+      throwError(ternRemoteError,
+                 "rank %d: %s: rank %d (same host) died while its %s was being written (process_vm_writev: %s)", rank,
+                 what, p, label, std::strerror(errno));
+    }
+    throwError(ternSystemError, "rank %d: %s: cannot write rank %d's %s (process_vm_writev: %s)", rank, what, p, label,
+               std::strerror(errno));
+  }
+}
+
 void DirectCall::finishOnePass() const {
   const uint32_t g = chunkBase + chunks;
   post(&RankControl::done, g);

@@ -56,7 +56,8 @@ struct DirectCall {
   std::vector<uint64_t> peerOutAddr;
   char* cmaBuf = nullptr;
   size_t cmaBytes = 0;
-  std::vector<char> inlineFrom;  // alltoall: per peer, whether its blocks came inline in its slot
+  std::vector<char> inlineFrom;       // alltoall: per peer, whether its blocks came inline in its slot
+  std::vector<uint64_t> pushedBytes;  // alltoall, one pass: what each sender writes into each receiver (n x n)
   // The error path's state (leaveAfterError), set before this rank posts the flag that shows peers its buffers
   // (entryFlag reaching entryValue: its descriptor or its table): entered, and whether peers may then touch this
   // rank's buffers (in place, mapped or by CMA) until every peer's `done` reaches releaseDone.
@@ -118,6 +119,8 @@ struct DirectCall {
   // Reads bytes at addr in rank p's address space into dst by CMA (process_vm_readv); throws ternSystemError
   // naming what was read (label) when the kernel refuses.
   void cmaReadPeer(int p, void* dst, uint64_t addr, size_t bytes, const char* label) const;
+  // Writes bytes from src to addr in rank p's address space by CMA (process_vm_writev); throws like cmaReadPeer.
+  void cmaWritePeer(int p, uint64_t addr, const void* src, size_t bytes, const char* label) const;
   // The end of the one-pass (CMA and mapped) algorithms: posts `done` for the whole call and waits for every peer's,
   // since peers read or write this rank's buffers until then.
   void finishOnePass() const;
@@ -173,5 +176,7 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
 // Bytes a rank sends to its peers in an all-to-all(v), and what fits one staging slot beside the table.
 size_t alltoallPeerBytes(const CollArgs& a, int rank, int nranks);
 size_t alltoallInlineCapacity(int nranks);
+// Block parts written by their senders so far in this process (tests check that uneven calls balance).
+uint64_t alltoallPushesForTesting();
 
 }  // namespace tern::shm

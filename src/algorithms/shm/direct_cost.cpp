@@ -14,14 +14,16 @@ double predictDirectSeconds(const CollArgs& a, int n, bool small, const ShmAlgor
   const double bytes = static_cast<double>(a.count) * static_cast<double>(dataTypeSize(a.dtype));
   if (a.coll == Collective::kBarrier) return cost.smallAlpha;
   if (a.coll == Collective::kAlltoAll || a.coll == Collective::kAlltoAllv) {
-    // What a rank sends to its peers (alltoallv: this rank's sizes). Inline, it is copied into the slot and out of
-    // the peers' slots; otherwise moved once, as the other one-pass and chunked forms.
+    // What a rank moves to and from its peers. Inline, it is copied into the slot and out of the peers' slots;
+    // otherwise moved once, as the other one-pass and chunked forms. alltoallv: the mean of what this rank sends and
+    // receives, the share of its blocks' copying it does once the one-pass form has split each block between its two
+    // ends (alltoall_balance.hpp); the (p - 1) / p leaves out its own block (which one it is, CollArgs does not say).
     double peerBytes = (p - 1) * bytes;
     if (a.coll == Collective::kAlltoAllv) {
-      peerBytes = 0;
-      for (size_t q = 1; q < a.sendCounts.size(); ++q) {
-        peerBytes += static_cast<double>(a.sendCounts[q]) * static_cast<double>(dataTypeSize(a.dtype));
-      }
+      double sent = 0, received = 0;
+      for (size_t c : a.sendCounts) sent += static_cast<double>(c);
+      for (size_t c : a.recvCounts) received += static_cast<double>(c);
+      peerBytes = (sent + received) / 2 * (p - 1) / p * static_cast<double>(dataTypeSize(a.dtype));
     }
     if (small) return cost.smallAlpha + 2 * peerBytes / cost.smallBytesPerSecond;
     return cost.pipelinedAlpha + peerBytes / cost.pipelinedBusBytesPerSecond;

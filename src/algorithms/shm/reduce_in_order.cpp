@@ -1,8 +1,8 @@
 #include <cstring>
 
+#include "algorithms/shm/direct_call.hpp"
 #include "base/dtype.hpp"
 #include "kernels/reduce.hpp"
-#include "algorithms/shm/direct_call.hpp"
 
 namespace tern::shm {
 

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <vector>
 
-#include "base/dtype.hpp"
 #include "algorithms/shm/direct_call.hpp"
+#include "base/dtype.hpp"
 
 namespace tern::shm {
 

@@ -19,8 +19,11 @@ void waitFlagSlow(const WaitScope& scope, const PeerFlag& flag, uint32_t target,
   const std::atomic<uint32_t>& word = flag.word;
   const bool sharesCpu = flag.cpu.load(std::memory_order_relaxed) == currentCpu();
   SpinBudget& budget = *scope.spin;
+  // Set when a spin ran out: the rest of the wait then tells the budget how long spinning would have had to last.
+  Clock::time_point spunFrom{};
   if (!sharesCpu && budget.ns() > 0) {
-    auto end = Clock::now() + std::chrono::nanoseconds(budget.ns());
+    spunFrom = Clock::now();
+    auto end = spunFrom + std::chrono::nanoseconds(budget.ns());
     do {
       for (int i = 0; i < 16; ++i) {
         cpuRelax();
@@ -30,18 +33,28 @@ void waitFlagSlow(const WaitScope& scope, const PeerFlag& flag, uint32_t target,
         }
       }
     } while (Clock::now() < end);
-    budget.failed();
   }
+  const auto arrived = [&] {
+    if (spunFrom != Clock::time_point{}) {
+      budget.sleptThrough(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - spunFrom).count());
+    }
+  };
   if (const int64_t yieldNs = budget.policy().yieldPollNs; yieldNs > 0) {
     const auto end = Clock::now() + std::chrono::nanoseconds(yieldNs);
     do {
       sched_yield();
-      if (reached(word.load(std::memory_order_acquire), target)) return;
+      if (reached(word.load(std::memory_order_acquire), target)) {
+        arrived();
+        return;
+      }
     } while (Clock::now() < end);
   } else if (sharesCpu) {
     for (int i = 0; i < budget.policy().yields; ++i) {
       sched_yield();
-      if (reached(word.load(std::memory_order_acquire), target)) return;
+      if (reached(word.load(std::memory_order_acquire), target)) {
+        arrived();
+        return;
+      }
     }
   }
   std::atomic<uint32_t>& waiters = flag.waiters;
@@ -52,13 +65,19 @@ void waitFlagSlow(const WaitScope& scope, const PeerFlag& flag, uint32_t target,
     uint32_t v = word.load(std::memory_order_seq_cst);
     if (!reached(v, target)) futexWait(&word, v, kSleepSliceUs);
     waiters.fetch_sub(1, std::memory_order_release);
-    if (reached(word.load(std::memory_order_acquire), target)) return;
+    if (reached(word.load(std::memory_order_acquire), target)) {
+      arrived();
+      return;
+    }
     scope.dog->checkAbortAndDeadline(peer, scope.deadline, scope.abortFlag, what);
     auto now = Clock::now();
     if (now - lastProbe >= kProbeInterval) {
       lastProbe = now;
       if (scope.dog->peerGone(peer)) {
-        if (reached(word.load(std::memory_order_acquire), target)) return;
+        if (reached(word.load(std::memory_order_acquire), target)) {
+          arrived();
+          return;
+        }
         scope.dog->throwPeerGone(peer, what);
       }
     }

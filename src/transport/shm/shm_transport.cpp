@@ -288,7 +288,8 @@ int ShmTransport::progress(int waitMs) {
   auto start = Clock::now();
   auto deadline = start + std::chrono::milliseconds(waitMs);
   // Spin first, unless every peer we wait for shares our CPU (see flag_wait.hpp for why); then sleep on our doorbell.
-  if (spin_.ns() > 0 && pendingPeerOnAnotherCpu()) {
+  const bool spins = spin_.ns() > 0 && pendingPeerOnAnotherCpu();
+  if (spins) {
     auto end = start + std::chrono::nanoseconds(spin_.ns());
     while (Clock::now() < end) {
       for (int i = 0; i < 16; ++i) cpuRelax();
@@ -297,7 +298,6 @@ int ShmTransport::progress(int waitMs) {
         return completed;
       }
     }
-    spin_.failed();
   } else {
     for (int i = 0; i < spin_.policy().yields; ++i) {
       sched_yield();
@@ -315,9 +315,16 @@ int ShmTransport::progress(int waitMs) {
       futexWait(&me.doorbell, bell, sliceUs);
     }
     me.doorbellWaiters.fetch_sub(1, std::memory_order_release);
-    if (completed > 0 || (completed = pass()) > 0) return completed;
+    if (completed > 0 || (completed = pass()) > 0) {
+      // The spin ran out before this arrived: the budget learns how long it would have had to last.
+      if (spins) spin_.sleptThrough(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+      return completed;
+    }
     checkPeers();
-    if (Clock::now() >= deadline) return 0;
+    if (Clock::now() >= deadline) {
+      if (spins) spin_.failed();
+      return 0;
+    }
   }
 }
 
