@@ -132,14 +132,15 @@ void checkBuffer(const void* p, size_t count, const char* fn, const char* name) 
 
 size_t checkedBytes(size_t count, size_t multiplier, ternDataType_t dt, const char* fn) {
   if (!validDataType(dt)) throwError(ternInvalidArgument, "%s: invalid datatype %d", fn, static_cast<int>(dt));
-  size_t e = dataTypeSize(dt);
-  if (multiplier != 0 && count > std::numeric_limits<size_t>::max() / multiplier / e) {
+  const size_t e = dataTypeSize(dt);
+  // Overflow checks without divisions: alltoallv checks 2n counts on every call.
+  size_t bytes = 0, total = 0;
+  if (__builtin_mul_overflow(count, e, &bytes) ||
+      (multiplier != 0 && __builtin_mul_overflow(bytes, multiplier, &total)) ||
+      bytes > (std::numeric_limits<size_t>::max() >> 2)) {
     throwError(ternInvalidArgument, "%s: count %zu overflows the size of the buffer", fn, count);
   }
-  if (count > (std::numeric_limits<size_t>::max() >> 2) / e) {
-    throwError(ternInvalidArgument, "%s: count %zu overflows the size of the buffer", fn, count);
-  }
-  return count * e;
+  return bytes;
 }
 
 void checkOp(ternRedOp_t op, const char* fn) {

@@ -125,6 +125,7 @@ std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdDat
   c->job_ = c->assembleJobTopology(deadline);
   c->planner_ = makeCommPlanner(nranks, c->hostIds_, c->intraNode_ && c->intraNode_->transport() != nullptr, c->job_);
   c->multiHost_ = std::set<std::string>(c->hostIds_.begin(), c->hostIds_.end()).size() > 1;
+  c->hostOf_ = hostIndexOf(c->hostIds_);
   // Learn the network unless a tune file already says what it gives (the user's measurement wins).
   if (planner::processCostParams().find(planner::ModelLink::kNetwork) == nullptr) {
     c->learning_ = NetworkLearning(knobs().learnCalls, static_cast<double>(knobs().learnMinBytes));
@@ -474,16 +475,14 @@ std::string Communicator::lastError() {
 }
 
 ChoiceContext Communicator::choiceContext() {
+  // Called on every call that is not in the choice cache (alltoallv, always): nothing here may cost more than a
+  // lock and a reference count. The host map only matters without a planner (the defaults' fallback).
   ChoiceContext ctx;
   ctx.nranks = nranks_;
   ctx.rank = rank_;
-  std::map<std::string, int> hostIndex;
-  for (const auto& h : hostIds_) {
-    if (!hostIndex.count(h)) hostIndex.emplace(h, static_cast<int>(hostIndex.size()));
-    ctx.hostOf.push_back(hostIndex[h]);
-  }
-  ctx.multiHost = hostIndex.size() > 1;
+  ctx.multiHost = multiHost_;
   ctx.planner = currentPlanner();
+  if (!ctx.planner) ctx.hostOf = hostOf_;
   return ctx;
 }
 
@@ -562,7 +561,7 @@ std::string Communicator::compressedAlgorithmFor(const CollArgs& args, const std
 }
 
 bool Communicator::compressHierFor(const CollArgs& args, const compress::Codec& codec) {
-  if (!compressedHierApplies(args, codec, hostIndexOf(hostIds_), nranks_)) return false;
+  if (!compressedHierApplies(args, codec, hostOf_, nranks_)) return false;
   if (knobs().compressHier >= 0) return knobs().compressHier == 1;  // TERN_COMPRESS_HIER forces a form
   const auto planner = currentPlanner();
   if (!planner) return false;
@@ -597,7 +596,7 @@ std::shared_ptr<const Schedule> Communicator::scheduleFor(const CollArgs& args, 
   if (it != scheduleCache_.end()) return it->second;
   BuildOptions bo;
   if (knobs().chunkBytes > 0) bo.pipelineChunkBytes = static_cast<size_t>(knobs().chunkBytes);
-  bo.hostOf = hostIndexOf(hostIds_);                          // ranks with the same host id share a node
+  bo.hostOf = hostOf_;                                        // ranks with the same host id share a node
   bo.ringOrder = currentPlanner()->buildOptions().ringOrder;  // the order the model priced: ranks of a host adjacent
   const AlgorithmInfo* info = findAlgorithm(args.coll, algo);
   auto schedule = std::make_shared<const Schedule>(info->build(args, rank_, nranks_, bo));
@@ -730,7 +729,7 @@ void Communicator::runCompressed(Operation& op) {
   } else {
     BuildOptions bo;
     bo.codec = c.codec.get();
-    if (compressHierFor(op.args, *c.codec)) bo.hostOf = hostIndexOf(hostIds_);  // buildCompressed: compressed_hier
+    if (compressHierFor(op.args, *c.codec)) bo.hostOf = hostOf_;  // buildCompressed: compressed_hier
     schedule = std::make_shared<const Schedule>(buildCompressed(op.args, rank_, nranks_, bo));
     TERN_LOG(kInfo, kCompress, rank_, "%s count %zu: %s with %s", collectiveName(op.args.coll), op.args.count,
              schedule->algorithm.c_str(), c.codec->spec().c_str());

@@ -196,6 +196,7 @@ class Communicator {
   CommOptions options_;
   bool inproc_ = false;
   std::vector<std::string> hostIds_;
+  std::vector<int> hostOf_;  // host index of every rank (hostIndexOf), empty on one host; fixed at creation
   std::unique_ptr<Transport> control_;    // the TCP mesh when the data network is UCX/ibverbs (liveness)
   std::unique_ptr<Transport> network_;    // tcp, ucx, ibverbs or inproc: reaches every peer
   std::unique_ptr<IntraNode> intraNode_;  // same-host fast path, when there is one
