@@ -196,9 +196,9 @@ class Communicator {
   CommOptions options_;
   bool inproc_ = false;
   std::vector<std::string> hostIds_;
-  std::vector<int> hostOf_;  // host index of every rank (hostIndexOf), empty on one host; fixed at creation
-  std::unique_ptr<Transport> control_;    // the TCP mesh when the data network is UCX/ibverbs (liveness)
-  std::unique_ptr<Transport> network_;    // tcp, ucx, ibverbs or inproc: reaches every peer
+  std::vector<int> hostOf_;             // host index of every rank (hostIndexOf), empty on one host; fixed at creation
+  std::unique_ptr<Transport> control_;  // the TCP mesh when the data network is UCX/ibverbs (liveness)
+  std::unique_ptr<Transport> network_;  // tcp, ucx, ibverbs or inproc: reaches every peer
   std::unique_ptr<IntraNode> intraNode_;  // same-host fast path, when there is one
   std::unique_ptr<Transport> transport_;  // what schedules run on (network_, or routed over both)
   TcpTransport* mesh_ = nullptr;          // the TCP mesh (network_ or control_), when there is one: failure notices
