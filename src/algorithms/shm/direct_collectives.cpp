@@ -121,6 +121,13 @@ ShmAlgorithm DirectCollectives::expectedAlgorithm(const CollArgs& a, const ShmPl
   return ShmAlgorithm::kPipelined;
 }
 
+bool DirectCollectives::cmaReplacesOnePhase(const CollArgs& a) const {
+  const int n = mesh_->nranks();
+  if (!hasCmaForm(a.coll) || n < 2 || !mesh_->cmaBetweenAllRanks()) return false;
+  const size_t inBytes = shmInputBytes(a, n);
+  return inBytes >= cmaMinBytes(a.coll, n) && inBytes <= kCmaMaxBytes;
+}
+
 bool DirectCollectives::zeroCopyFor(const void* p, size_t bytes, BufferRef* ref) const {
   describeBuffer(p, bytes, ref);
   ZeroCopyMode mode = gZeroCopyMode.load(std::memory_order_relaxed);

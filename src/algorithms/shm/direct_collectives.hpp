@@ -70,6 +70,10 @@ class DirectCollectives {
   // The algorithm plan leads to for args with ordinary (not ternMemAlloc) buffers on this mesh: what
   // ternQueryAlgorithm reports. Registered buffers may take the mapped form instead.
   ShmAlgorithm expectedAlgorithm(const CollArgs& args, const ShmPlan& plan) const;
+  // Whether the CMA form should replace the one-phase form that the catalogue's default picked for args: it has
+  // one, the size reaches its minimum (shmCmaMinBytes), and every rank of the host can read every other, which
+  // every rank knows alike (Mesh::cmaBetweenAllRanks), so all of them take the chunked path together.
+  bool cmaReplacesOnePhase(const CollArgs& args) const;
 
   // Pipeline chunk, in bytes of one rank's buffer, for a payload of bytes per rank.
   size_t chunkBytes(size_t bytes) const;

@@ -58,7 +58,7 @@ class ShmIntraNode : public IntraNode {
     const int n = mesh_->nranks();
     shm::ShmPlan p;
     if (algoOverride_.rules.empty()) {
-      p.algo = shm::defaultShmAlgorithm(args, n);
+      p.algo = defaultAlgorithm(args);
       return p;
     }
     const std::string forced = algoOverride_.forced(args.coll);
@@ -72,13 +72,20 @@ class ShmIntraNode : public IntraNode {
       }
       return shm::forcedShmPlan(f);
     }
-    p.algo = shm::defaultShmAlgorithm(args, n);
+    p.allowCma = !algoOverride_.excluded(args.coll, "shm_cma");
+    p.algo = p.allowCma ? defaultAlgorithm(args) : shm::defaultShmAlgorithm(args, n);
     if (p.algo == shm::ShmAlgorithm::kNone || algoOverride_.excluded(args.coll, shm::shmAlgorithmName(p.algo))) {
       return {};
     }
-    p.allowCma = !algoOverride_.excluded(args.coll, "shm_cma");
     p.allowMapped = !algoOverride_.excluded(args.coll, "shm_mapped");
     return p;
+  }
+
+  // The catalogue's default, with the CMA form (reached through the chunked path) in place of the one-phase form
+  // where it pays and every rank can take it.
+  shm::ShmAlgorithm defaultAlgorithm(const CollArgs& args) const {
+    const shm::ShmAlgorithm a = shm::defaultShmAlgorithm(args, mesh_->nranks());
+    return a == shm::ShmAlgorithm::kSmall && direct_.cmaReplacesOnePhase(args) ? shm::ShmAlgorithm::kPipelined : a;
   }
 
   std::unique_ptr<shm::Mesh> mesh_;

@@ -106,8 +106,9 @@ size_t shmSmallLimit(Collective c, int nranks) {
 }
 
 size_t shmCmaMinBytes(Collective c, int nranks) {
-  if (c == Collective::kAllGather || c == Collective::kBroadcast) return shmSmallLimit(c, nranks) + 1;
-  return kCmaDefaultMinBytes;
+  const bool gathers = c == Collective::kAllGather || c == Collective::kBroadcast;
+  if (nranks <= 2) return gathers ? kCmaGatherMinBytes : kCmaAllReduceMinBytes;
+  return gathers ? shmSmallLimit(c, nranks) + 1 : 4 * kCmaAllReduceMinBytes;
 }
 
 size_t shmAlltoAllInlineLimit(const CollArgs& a, int nranks) {

@@ -47,9 +47,13 @@ size_t shmSmallLimit(Collective c, int nranks);
 size_t shmAlltoAllInlineLimit(const CollArgs& a, int nranks);
 
 // Ordinary buffers of at least this many input bytes per rank, between processes that may read each other, take the
-// chunked default's CMA form (the TERN_SHM_CMA_MIN_BYTES knob overrides it for every collective). Gathers copy the
-// same bytes either way, and one kernel copy out of the peer's buffer beats two through the staging slots from
-// where the one-phase form ends; an allreduce's system calls per piece pay only from larger sizes.
+// CMA form (the TERN_SHM_CMA_MIN_BYTES knob overrides it for every collective), in place of the one-phase form below
+// its limit too when every rank can read every other (DirectCollectives::cmaReplacesOnePhase). Allgather and
+// broadcast copy the same bytes either way, one kernel copy out of the peer's buffer against two through the shared
+// slots, so CMA pays once a copy costs more than a system call: a few KB. An allreduce's one-phase form has every
+// rank fold every rank's whole input, n times what the CMA form reads and writes per rank, against 2(n - 1) system
+// calls: tens of KB. From 3 ranks on, where ranks often outnumber the CPUs and every system call's piece waits on a
+// rank that may not be running, they start higher: gathers where the one-phase form ends, allreduces at 128 KB.
 size_t shmCmaMinBytes(Collective c, int nranks);
 
 // The default for a call: kSmall up to shmSmallLimit, kPipelined beyond (DirectCollectives then takes the CMA or

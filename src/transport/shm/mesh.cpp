@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 #include "base/error.hpp"
 #include "base/log.hpp"
@@ -69,6 +70,7 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
 
   PeerView& self = m->peers_[rank];
   bool ok = true;
+  bool cmaEverywhere = false;          // Mesh::cmaBetweenAllRanks
   std::vector<std::string> peerNames;  // announced by peers, valid names of this job
   try {
     // 1. Create, describe, announce. A rank that cannot create its segment (no /dev/shm, out of space) still takes
@@ -161,10 +163,21 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
     // them (whoever comes first), so that one killed right here leaves nothing behind.
     self.segment.unlink();
     for (const std::string& name : peerNames) ::shm_unlink(name.c_str());
+    // CMA between every pair of distinct processes: this rank's outcomes and every peer's say so for every pair,
+    // and no two ranks share a process (their tokens, which every rank has seen, differ).
+    cmaEverywhere = true;
+    std::set<uint64_t> tokens{me.token};
+    for (int p : m->localPeers_) {
+      tokens.insert(m->peers_[p].token);
+      cmaEverywhere = cmaEverywhere && (outcome[p] & kCma) != 0;
+    }
+    cmaEverywhere = cmaEverywhere && tokens.size() == m->localPeers_.size() + 1;
     for (size_t i = 0; i < m->localPeers_.size(); ++i) {
       int p = m->localPeers_[i];
       const std::vector<uint8_t> theirs = wire::decodeOutcomes(outcomes[i].data(), outcomes[i].size(), n, p);
       if (!(theirs[p] & kMapped)) ok = false;
+      cmaEverywhere = cmaEverywhere && (theirs[rank] & kCma) != 0;
+      for (int q : m->localPeers_) cmaEverywhere = cmaEverywhere && (q == p || (theirs[q] & kCma) != 0);
       PeerView& v = m->peers_[p];
       v.cmaFrom = (outcome[p] & kCma) != 0;
       v.cmaTo = (theirs[rank] & kCma) != 0;
@@ -185,6 +198,7 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
     TERN_LOG(kWarn, kShm, rank, "shared-memory transport disabled on this host: a rank could not map a segment");
     return nullptr;
   }
+  m->cmaBetweenAllRanks_ = cmaEverywhere;
   m->peersMapMyBuffers_ = true;
   for (int p : m->localPeers_) m->peersMapMyBuffers_ &= m->peers_[p].fdTo;
   int cma = 0, sameProcess = 0;

@@ -51,6 +51,10 @@ class Mesh {
   const std::vector<int>& localPeers() const { return localPeers_; }  // same-host ranks other than this one
   bool allLocal() const { return static_cast<int>(localPeers_.size()) + 1 == nranks_; }
   int localRanks() const { return static_cast<int>(localPeers_.size()) + 1; }
+  // Every same-host rank is its own process and can read every other one by CMA. Computed from what every rank
+  // reported at setup, so every rank of the host holds the same value and may base a choice that all of them must
+  // make alike on it.
+  bool cmaBetweenAllRanks() const { return cmaBetweenAllRanks_; }
 
   RankControl& ctrl(int p) { return *peers_[p].ctrl; }
   char* base(int p) { return peers_[p].segment.data(); }
@@ -83,6 +87,7 @@ class Mesh {
   std::vector<PeerView> peers_;
   std::vector<int> localPeers_;
   bool peersMapMyBuffers_ = false;  // every same-host peer reads this rank's registered buffers in place (logged)
+  bool cmaBetweenAllRanks_ = false;
 };
 
 }  // namespace tern::shm

@@ -27,12 +27,15 @@ constexpr size_t kSmallBytes = 256 * 1024;
 // peer has reported that chunk done.
 constexpr int kStageSlots = 4;
 constexpr size_t kStageSlotBytes = 256 * 1024;
-// Allreduces, allgathers and broadcasts of ordinary buffers of kCmaDefaultMinBytes (TERN_SHM_CMA_MIN_BYTES) to
-// kCmaMaxBytes input bytes per rank read peers by CMA instead of staging. Measured, 2 ranks out of place: allreduce
-// 1-16 MiB 7.0-7.6 GB/s against 5.4-6.3 staged (10.7-11.1 with huge pages); allgather 4-16 MiB 13-13.7 against
-// 8.7-9.5 algbw, broadcast 15-16.8 against 7-8. From 32 MiB the staged pipelines are faster (allreduce 6.2 vs
-// 3.9-5.2, allgather at 64 MiB 8.0 vs 6.7-7.0): their chunks keep what they copy in cache.
-constexpr size_t kCmaDefaultMinBytes = 1024 * 1024;
+// Allreduces, allgathers and broadcasts of ordinary buffers from their minimum (shmCmaMinBytes, shm_catalogue.hpp;
+// TERN_SHM_CMA_MIN_BYTES) to kCmaMaxBytes input bytes per rank read peers by CMA instead of staging. Measured, 2 ranks
+// out of place: allreduce 1-16 MiB 7.0-7.6 GB/s against 5.4-6.3 staged (10.7-11.1 with huge pages); allgather
+// 4-16 MiB 13-13.7 against 8.7-9.5 algbw, broadcast 15-16.8 against 7-8. From 32 MiB the staged pipelines are
+// faster (allreduce 6.2 vs 3.9-5.2, allgather at 64 MiB 8.0 vs 6.7-7.0): their chunks keep what they copy in cache.
+// The minimums on 2 ranks, per rank's input (shmCmaMinBytes has the rule from 3 ranks): one-phase and staged forms
+// against CMA, 2 ranks, allreduce 32 KB-512 KB 1.2-2x faster by CMA, allgather and broadcast 16-128 KB 1.3-2x.
+constexpr size_t kCmaAllReduceMinBytes = 32 * 1024;
+constexpr size_t kCmaGatherMinBytes = 8 * 1024;
 constexpr size_t kCmaMaxBytes = 16 * 1024 * 1024;
 // The CMA allreduce's private buffer: pieces read from the peers (one part per peer). Every piece costs a system
 // call per peer and direction; measured best at 256 KiB (2 ranks, 4 MiB: 7.9 GB/s; 32 KiB 6.6, 1 MiB 6.5).
