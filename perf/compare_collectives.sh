@@ -22,8 +22,8 @@
 # lists the CCL_* settings and why). oneCCL has every collective here; a tool without one would get an empty column.
 #
 # The fair protocol (perf/compare/common.sh): every tool out of place, except broadcast, which MPI_Bcast and
-# oneCCL's broadcast only have in place (tern's broadcast_perf is out of place: the root also copies, so this
-# favours the others); buffers from the same allocator (perf/common/host_buffer.hpp); REPEATS (>= 3) runs per size,
+# oneCCL's broadcast only have in place, so tern's column is broadcast_perf's in-place one (its out-of-place one
+# also has the root copy its input to its output, work the others do not do); buffers from the same allocator (perf/common/host_buffer.hpp); REPEATS (>= 3) runs per size,
 # medians with their spread; the tool that runs first rotates from size group to size group and from repeat to
 # repeat. Placement: NP <= CPUs binds one rank per CPU (tern-run --bind-to auto, mpirun --bind-to core, oneCCL's
 # ranks taskset one CPU each); NP > CPUs leaves all unbound (mpirun --oversubscribe, which makes Open MPI yield
@@ -233,7 +233,12 @@ run_coll() {
       group=$((group + 1))
     done <<<"$plan"
   done
-  for tool in tern mpi oneccl; do cmp_parse_nccl out <"$results/$tag-$tool.log" >"$results/$tag-$tool.rows"; done
+  local place
+  for tool in tern mpi oneccl; do
+    place=out
+    [[ $tool == tern && $coll == broadcast ]] && place=in  # like for like: the others' broadcasts are in place
+    cmp_parse_nccl "$place" <"$results/$tag-$tool.log" >"$results/$tag-$tool.rows"
+  done
   ((run_tern)) && [[ ! -s $results/$tag-tern.rows ]] && echo "# tern produced no result rows ($tag)" && failed=1
   ((run_mpi)) && [[ ! -s $results/$tag-mpi.rows ]] && echo "# mpi produced no result rows ($tag)" && failed=1
   ((run_occl)) && [[ ! -s $results/$tag-oneccl.rows ]] && echo "# oneccl produced no result rows ($tag)" && failed=1
@@ -276,7 +281,7 @@ main() {
   done
 
   echo
-  echo "# ===== tern vs Open MPI vs oneCCL over $transport_text, out of place (broadcast: the others in place)"
+  echo "# ===== tern vs Open MPI vs oneCCL over $transport_text, out of place (broadcast: every tool in place)"
   echo "# medians of $REPEATS runs, time in us; spread = (slowest - fastest) / median, /runs"
   echo "# ratio = other median time / tern median time (> 1: tern is faster); tern/best against the faster other"
   for np in $NPS; do

@@ -172,7 +172,12 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op, const ShmPlan
   c.inStaged = !(sendsInput && zeroCopyFor(op.input, inBytes, &d.in));
   if (c.inStaged) d.in.mode = BufferMode::kStaged;
   c.outStaged = !(a.coll == Collective::kAllReduce && zeroCopyFor(op.output, outBytes, &d.out));
-  if (c.outStaged) d.out.mode = BufferMode::kStaged;
+  if (c.outStaged) {
+    // Only the output's address: the CMA allreduce and broadcast write peers' outputs (cma_*.cpp).
+    d.out = BufferRef{};
+    d.out.addr = reinterpret_cast<uint64_t>(op.output);
+    d.out.mode = BufferMode::kStaged;
+  }
   // CMA is used only when every rank offers it (d.pad): all ranks must run the same algorithm and chunking.
   // Allreduce, allgather and broadcast have a CMA form (cma_*.cpp) for ordinary buffers.
   // A forced shm_cma is offered at any size up to its limit (the minimum is where it starts to pay).
