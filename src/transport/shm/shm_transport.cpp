@@ -54,7 +54,10 @@ void ShmTransport::startRecv(int peer, const MemRef& dst, Transfer* transfer) {
 }
 
 void ShmTransport::notify(int peer) {
-  mesh_->ctrl(rank_).cpu.store(currentCpu(), std::memory_order_relaxed);
+  // Stored only when it changed: the line is one that peers poll, and a store would take it from them every time.
+  std::atomic<int32_t>& cpu = mesh_->ctrl(rank_).cpu;
+  if (const int now = currentCpu(); cpu.load(std::memory_order_relaxed) != now)
+    cpu.store(now, std::memory_order_relaxed);
   // Pairs with the sleeper's "register, then re-check the rings" (see futex.hpp): our ring update must be visible
   // before we look at its waiter count.
   std::atomic_thread_fence(std::memory_order_seq_cst);
