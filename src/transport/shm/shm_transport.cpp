@@ -301,6 +301,14 @@ int ShmTransport::progress(int waitMs) {
         return completed;
       }
     }
+  } else if (const int64_t yieldNs = spin_.policy().yieldPollNs; yieldNs > 0) {
+    // Ranks outnumber the CPUs: the peer is most likely runnable but queued, often on our CPU; yielding runs it at
+    // once where a sleep would add a wake-up to every message (transport/spin_policy.hpp).
+    const auto end = std::min(deadline, start + std::chrono::nanoseconds(yieldNs));
+    do {
+      sched_yield();
+      if ((completed = pass()) > 0) return completed;
+    } while (Clock::now() < end);
   } else {
     for (int i = 0; i < spin_.policy().yields; ++i) {
       sched_yield();
