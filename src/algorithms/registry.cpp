@@ -78,6 +78,8 @@ constexpr const char* kShmPipelined =
     "chunked: each rank reduces its slice of a chunk, peers gather it; staged, or reading buffers in place";
 constexpr const char* kShmCma =
     "one pass reading peers' ordinary buffers by CMA (process_vm_readv); ranks in separate processes";
+constexpr const char* kShmCmaReduce =
+    "one pass: each rank reads its slice of every peer's buffer by CMA, reduces it and writes it into the root's";
 constexpr const char* kShmMapped =
     "one pass over every rank's buffers in place (threads of a process, or ternMemAlloc buffers mapped by peers)";
 
@@ -106,6 +108,7 @@ constexpr std::array kOtherFamilies = {
     shmEntry("shm_cma", Collective::kBroadcast, kShmCma, shm::shmCmaApplies, shm::shmChunkedCost),
     shmEntry("shm_small", Collective::kReduce, kShmSmall, shm::shmSmallApplies, shm::shmSmallCost),
     shmEntry("shm_pipelined", Collective::kReduce, kShmPipelined, shm::shmPipelinedApplies, shm::shmChunkedCost),
+    shmEntry("shm_cma", Collective::kReduce, kShmCmaReduce, shm::shmCmaApplies, shm::shmChunkedCost),
     shmEntry("shm_small", Collective::kBarrier, "one flag round through the small areas", shm::shmSmallApplies,
              shm::shmSmallCost),
     // Compressed collectives (src/algorithms/compressed.cpp): TERN_COMPRESS and the codec choose among them.

@@ -67,7 +67,7 @@ TEST(RegistryCatalogue, EveryNameOncePerCollectiveWithWhatItsFamilyNeeds) {
       {Collective::kAllGather, {"shm_small", "shm_pipelined", "shm_cma"}},
       {Collective::kReduceScatter, {"shm_small", "shm_pipelined"}},
       {Collective::kBroadcast, {"shm_small", "shm_pipelined", "shm_cma"}},
-      {Collective::kReduce, {"shm_small", "shm_pipelined"}},
+      {Collective::kReduce, {"shm_small", "shm_pipelined", "shm_cma"}},
       {Collective::kBarrier, {"shm_small"}},
       {Collective::kAlltoAll, {"shm_small", "shm_pipelined", "shm_cma", "shm_mapped"}},
       {Collective::kAlltoAllv, {"shm_small", "shm_pipelined", "shm_cma", "shm_mapped"}},

@@ -7,6 +7,9 @@
 // two kernel copies of N/n per peer plus one reduction, against the staged path's three copies (stage the input,
 // copy the reduced slice out of the slot, gather) and its per-chunk waits.
 //
+// Reduce is the same with one receiver: rank r writes its reduced slice only into the root's output (ranks other
+// than the root reduce into private scratch, since their own output is not theirs to write in a reduce).
+//
 // Safety: slice r of a peer's input is read only by rank r, which reads each piece before it writes that piece of
 // the peer's output (the same memory when the peer runs in place). Every rank is inside the call (describeCall's
 // exchange) before anyone touches its buffers, and nobody leaves before every rank has posted `done`.
@@ -16,13 +19,17 @@
 
 namespace tern::shm {
 
-void cmaAllReduce(DirectCall& c) {
+namespace {
+
+// root < 0: every rank receives the result (allreduce); otherwise only the root (reduce).
+void cmaReduceSlices(DirectCall& c, int root) {
   const CollArgs& a = *c.args;
   const int n = c.n, me = c.rank;
   const size_t e = c.esize;
   // The private buffer holds one piece per peer. Large pieces: every piece costs a system call per peer and way.
   size_t part = std::max<size_t>(kLine, c.cmaBytes / static_cast<size_t>(n - 1) / kLine * kLine);
-  if (n > 2) part = std::min(part, kStageSlotBytes);  // reduceInOrder may accumulate a piece in c.tmp
+  // reduceInOrder may accumulate a piece in c.tmp; a reduce's ranks other than the root reduce into it.
+  if (n > 2 || root >= 0) part = std::min(part, kStageSlotBytes);
   const size_t pieceElems = std::max<size_t>(1, part / e);
   std::vector<const void*>& srcs = c.srcs;
   srcs.resize(n);
@@ -44,15 +51,22 @@ void cmaAllReduce(DirectCall& c) {
       srcs[me] = c.in + off * e;
       // Ordinary stores (streaming ones measured slower here: the piece is sent to the peers right after, from
       // cache, and outputs of up to kCmaMaxBytes fit the last-level cache).
-      char* result = c.out + off * e;
+      const bool keeps = root < 0 || me == root;
+      char* result = keeps ? c.out + off * e : c.tmp;
       reduceInOrder(result, srcs.data(), n, m, a.dtype, a.op, c.avgDivisor, c.tmp);
       for (int i = 1; i < n; ++i) {
         const int p = (me + i) % n;
-        c.cmaWritePeer(p, c.peerOutAddr[p] + off * e, result, m * e, "output");
+        if (root < 0 || p == root) c.cmaWritePeer(p, c.peerOutAddr[p] + off * e, result, m * e, "output");
       }
     }
   }
   c.finishOnePass();
 }
+
+}  // namespace
+
+void cmaAllReduce(DirectCall& c) { cmaReduceSlices(c, -1); }
+
+void cmaReduce(DirectCall& c) { cmaReduceSlices(c, c.args->root); }
 
 }  // namespace tern::shm

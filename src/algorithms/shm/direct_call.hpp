@@ -154,6 +154,7 @@ uint64_t argsKey(const CollArgs& a);
 void smallCollective(DirectCall& c, uint32_t seq);
 void pipelinedAllReduce(DirectCall& c);
 void cmaAllReduce(DirectCall& c);
+void cmaReduce(DirectCall& c);
 void mappedAllReduce(DirectCall& c);
 void pipelinedReduceScatter(DirectCall& c);
 void pipelinedAllGather(DirectCall& c);

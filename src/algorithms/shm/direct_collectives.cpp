@@ -29,7 +29,8 @@ size_t inputBytes(const CollArgs& a, int n, size_t) { return shmInputBytes(a, n)
 size_t outputBytes(const CollArgs& a, int n, size_t) { return shmOutputBytes(a, n); }
 
 bool hasCmaForm(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kAllGather || c == Collective::kBroadcast;
+  return c == Collective::kAllReduce || c == Collective::kAllGather || c == Collective::kBroadcast ||
+         c == Collective::kReduce;
 }
 
 }  // namespace
@@ -179,7 +180,7 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op, const ShmPlan
     d.out.mode = BufferMode::kStaged;
   }
   // CMA is used only when every rank offers it (d.pad): all ranks must run the same algorithm and chunking.
-  // Allreduce, allgather and broadcast have a CMA form (cma_*.cpp) for ordinary buffers.
+  // Allreduce, reduce, allgather and broadcast have a CMA form (cma_*.cpp) for ordinary buffers.
   // A forced shm_cma is offered at any size up to its limit (the minimum is where it starts to pay).
   const bool cmaSize = plan.algo == ShmAlgorithm::kCma || inBytes >= cmaMinBytes(a.coll, n);
   bool cmaOffer =
@@ -339,7 +340,11 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
       }
       break;
     case Collective::kReduce:
-      pipelinedReduce(c);
+      if (c.cma) {
+        cmaReduce(c);
+      } else {
+        pipelinedReduce(c);
+      }
       break;
     default:
       throwError(ternInternalError, "rank %d: no direct algorithm for %s", c.rank, c.what);
