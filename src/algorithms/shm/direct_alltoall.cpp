@@ -161,9 +161,9 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
       packed += bytes;
     }
   }
-  // Peers read this rank's blocks from its buffer (or scratch) in place or by CMA, unless they are inline here,
-  // until they post `done` for g0.
-  c.enter(&RankControl::in, g0 + 1, g0 + 1, !inlineMine);
+  // Peers read this rank's blocks from its buffer (or scratch) in place or by CMA, unless they are inline here, and
+  // may write into its output when it takes writes, until they post `done` for g0: on an error it must wait for that.
+  c.enter(&RankControl::in, g0 + 1, g0 + 1, !inlineMine || takesWrites);
   c.post(&RankControl::in, g0 + 1);
   c.waitAllPeers(&RankControl::in, g0 + 1, "alltoall table");
 
