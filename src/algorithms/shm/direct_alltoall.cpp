@@ -212,8 +212,7 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   // One pass: which leading part of every block its sender writes into the receiver (the rest the receiver reads),
   // planned alike on every rank from the tables. Blocks that came inline are the receiver's to copy, and so are the
   // blocks for a rank that takes no writes.
-  std::vector<uint64_t>& pushed = c.pushedBytes;
-  pushed.assign(static_cast<size_t>(n) * static_cast<size_t>(n), 0);
+  std::vector<uint64_t> pushed;  // n x n; only the one-pass form reads it (pushedOf)
   if (onePass) {
     const auto un = static_cast<size_t>(n);
     std::vector<uint64_t> movable(un * un, 0), fixed(un, 0);

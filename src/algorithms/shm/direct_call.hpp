@@ -56,8 +56,7 @@ struct DirectCall {
   std::vector<uint64_t> peerOutAddr;
   char* cmaBuf = nullptr;
   size_t cmaBytes = 0;
-  std::vector<char> inlineFrom;       // alltoall: per peer, whether its blocks came inline in its slot
-  std::vector<uint64_t> pushedBytes;  // alltoall, one pass: what each sender writes into each receiver (n x n)
+  std::vector<char> inlineFrom;  // alltoall: per peer, whether its blocks came inline in its slot
   // The error path's state (leaveAfterError), set before this rank posts the flag that shows peers its buffers
   // (entryFlag reaching entryValue: its descriptor or its table): entered, and whether peers may then touch this
   // rank's buffers (in place, mapped or by CMA) until every peer's `done` reaches releaseDone.
