@@ -476,7 +476,11 @@ int TcpTransport::driveSends(Channel& c) {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = n;
-    ssize_t sent = n > 0 ? ::sendmsg(c.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+    // MSG_EOR: when this call writes the rest of the part, its last segment goes out now instead of waiting, corked,
+    // for earlier segments to leave the host (TCP autocorking). The kernel releases corked data from a softirq after
+    // those segments' transmission, which waits behind the busy rank on its own CPU when there is no NIC interrupt
+    // to run it (veth, shaped links); a peer blocked on the message's tail then stalls for milliseconds.
+    ssize_t sent = n > 0 ? ::sendmsg(c.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT | MSG_EOR) : 0;
     if (sent < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
       connectionLost(c, "send", errno);
