@@ -42,8 +42,7 @@ size_t Codec::topkCount(size_t n) const {
   return static_cast<size_t>(k);
 }
 
-size_t Codec::encode(const void* in, ternDataType_t dtype, size_t n, void* payload, const EncodeContext& ctx,
-                     float* residual) const {
+void Codec::checkEncode(const void* in, ternDataType_t dtype, size_t n, const void* payload) const {
   if (!codecInputTypeSupported(dtype)) {
     throwError(ternInvalidArgument, "codec %s: input dtype %s is not supported (fp32, fp16 and bf16 are)",
                spec().c_str(), validDataType(dtype) ? dataTypeName(dtype) : "invalid");
@@ -57,7 +56,27 @@ size_t Codec::encode(const void* in, ternDataType_t dtype, size_t n, void* paylo
     throwError(ternInvalidArgument, "codec %s: a chunk holds at most 2^32-1 elements (32-bit indices), not %zu",
                spec().c_str(), n);
   }
+}
+
+size_t Codec::encode(const void* in, ternDataType_t dtype, size_t n, void* payload, const EncodeContext& ctx,
+                     float* residual) const {
+  checkEncode(in, dtype, n, payload);
   return encodeImpl(in, dtype, n, static_cast<uint8_t*>(payload), ctx, residual);
+}
+
+size_t Codec::encodeOwing(const void* in, ternDataType_t dtype, size_t n, void* payload, float* residual,
+                          std::optional<float> prior, float* owed) const {
+  checkEncode(in, dtype, n, payload);
+  if (!canOweCorrection() || owed == nullptr || (n > 0 && residual == nullptr)) {
+    throwError(ternInternalError, "codec %s: encodeOwing needs a codec that can owe a correction, a residual and *owed",
+               spec().c_str());
+  }
+  return encodeOwingImpl(in, dtype, n, static_cast<uint8_t*>(payload), prior, residual, owed);
+}
+
+size_t Codec::encodeOwingImpl(const void* /*in*/, ternDataType_t /*dtype*/, size_t /*n*/, uint8_t* /*payload*/,
+                              std::optional<float> /*prior*/, float* /*residual*/, float* /*owed*/) const {
+  throwError(ternInternalError, "codec %s cannot owe an error-feedback correction", spec().c_str());
 }
 
 void Codec::decode(const void* payload, size_t bytes, size_t n, float* out, bool accumulate) const {

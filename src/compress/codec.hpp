@@ -17,7 +17,9 @@
 //
 // Error feedback. encode() takes an optional residual (fp32, one per element of the chunk; see error_feedback.hpp
 // for the per-tensor owner). With it, the codec encodes v = x + residual and leaves residual = v - decode(payload),
-// in the same pass over the data (no temporary dense tensor).
+// in the same pass over the data (no temporary dense tensor). Sign needs the chunk's scale before it can subtract, so
+// encode() takes a second pass over the residual; encodeOwing() instead leaves the correction owed to the next
+// encode of the same chunk, which applies it while it reads the residual (error_feedback.hpp keeps the books).
 //
 // Determinism. The scalar, AVX2 and AVX-512 CPU kernels and the CUDA kernels (src/compress/cuda) produce the same
 // payload, decoded values and residual bits for the same input, seed and step (see codec_math.hpp for the rules).
@@ -27,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "tern/tern.h"
@@ -85,6 +88,16 @@ class Codec {
   size_t encode(const void* in, ternDataType_t dtype, size_t n, void* payload, const EncodeContext& ctx = {},
                 float* residual = nullptr) const;
 
+  // True for codecs whose error feedback can leave a correction owed (sign): see encodeOwing.
+  bool canOweCorrection() const { return params_.kind == CodecKind::kSign; }
+
+  // encode() with error feedback whose last step is left owed: the same payload, but residual[i] is left at v and
+  // *owed receives the scale s such that the residual encode() would have left is signCorrected(v, s)
+  // (sign_codec.hpp). `prior`, when set, is the correction this chunk's residual still owes from its previous
+  // encode; it is applied to each residual value as it is read. Only where canOweCorrection(); residual not null.
+  size_t encodeOwing(const void* in, ternDataType_t dtype, size_t n, void* payload, float* residual,
+                     std::optional<float> prior, float* owed) const;
+
   // Decodes a payload of `bytes` bytes holding n elements: out[i] += value (accumulate) or out[i] = value.
   // Dense codecs need bytes == payloadBytes(n); Top-K payloads describe their own size, so bytes may be larger
   // (e.g. a receive buffer of payloadBytes(n)). Validates the payload (size, Top-K header and indices) before touching
@@ -96,10 +109,15 @@ class Codec {
 
   virtual size_t encodeImpl(const void* in, ternDataType_t dtype, size_t n, uint8_t* payload, const EncodeContext& ctx,
                             float* residual) const = 0;
+  // encodeOwing after the generic checks; only codecs where canOweCorrection() override it.
+  virtual size_t encodeOwingImpl(const void* in, ternDataType_t dtype, size_t n, uint8_t* payload,
+                                 std::optional<float> prior, float* residual, float* owed) const;
   // Called after the generic checks; validates codec-specific payload contents itself.
   virtual void decodeImpl(const uint8_t* payload, size_t bytes, size_t n, float* out, bool accumulate) const = 0;
 
  private:
+  void checkEncode(const void* in, ternDataType_t dtype, size_t n, const void* payload) const;
+
   CodecParams params_;
 };
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/error.hpp"
+#include "compress/sign_codec.hpp"
 
 namespace tern::compress {
 namespace {
@@ -26,9 +27,34 @@ uint64_t fnv1a(const uint8_t* data, size_t size) {
 
 }  // namespace
 
-void ErrorFeedback::reset() { std::fill(residual_.begin(), residual_.end(), 0.0f); }
+void ErrorFeedback::reset() {
+  std::fill(residual_.begin(), residual_.end(), 0.0f);
+  owed_.clear();
+}
 
-void ErrorFeedback::resize(size_t n) { residual_.assign(n, 0.0f); }
+void ErrorFeedback::resize(size_t n) {
+  residual_.assign(n, 0.0f);
+  owed_.clear();
+}
+
+std::span<float> ErrorFeedback::residual() {
+  settleOverlapping(0, residual_.size(), owed_.cend());
+  return residual_;
+}
+
+void ErrorFeedback::settleOverlapping(uint64_t offset, size_t count, OwedMap::const_iterator keep) {
+  // The first candidate is the last chunk that starts at or before offset (it may reach into the range).
+  auto it = owed_.upper_bound(offset);
+  if (it != owed_.begin()) --it;
+  while (it != owed_.end() && it->first < offset + count) {
+    if (it == keep || it->first + it->second.count <= offset) {
+      ++it;
+      continue;
+    }
+    settleSignCorrection(residual_.data() + it->first, it->second.count, it->second.scale);
+    it = owed_.erase(it);
+  }
+}
 
 size_t ErrorFeedback::encode(const Codec& codec, const void* in, ternDataType_t dtype, size_t count, void* payload,
                              const EncodeContext& ctx) {
@@ -38,7 +64,23 @@ size_t ErrorFeedback::encode(const Codec& codec, const void* in, ternDataType_t 
                static_cast<unsigned long long>(ctx.offset), static_cast<unsigned long long>(ctx.offset) + count,
                residual_.size(), codec.spec().c_str());
   }
-  return codec.encode(in, dtype, count, payload, ctx, residual_.data() + ctx.offset);
+  float* residual = residual_.data() + ctx.offset;
+  auto same = owed_.find(ctx.offset);
+  if (same != owed_.end() && same->second.count != count) same = owed_.end();
+  settleOverlapping(ctx.offset, count, same);
+  if (!codec.canOweCorrection() || count == 0) {  // an empty chunk owes nothing (and would share a key)
+    if (same != owed_.end()) {
+      settleSignCorrection(residual, count, same->second.scale);
+      owed_.erase(same);
+    }
+    return codec.encode(in, dtype, count, payload, ctx, residual);
+  }
+  std::optional<float> prior;
+  if (same != owed_.end()) prior = same->second.scale;
+  float owed = 0.0f;
+  const size_t bytes = codec.encodeOwing(in, dtype, count, payload, residual, prior, &owed);
+  owed_.insert_or_assign(ctx.offset, Owed{count, owed});
+  return bytes;
 }
 
 std::vector<uint8_t> ErrorFeedback::serialize() const {
@@ -49,7 +91,12 @@ std::vector<uint8_t> ErrorFeedback::serialize() const {
   std::memcpy(p + sizeof kMagic, &kVersion, sizeof kVersion);
   uint64_t n = residual_.size();
   std::memcpy(p + sizeof kMagic + sizeof kVersion, &n, sizeof n);
-  if (valueBytes > 0) std::memcpy(p + kHeaderBytes, residual_.data(), valueBytes);
+  if (valueBytes > 0) {
+    // The settled residual, without settling this object's own (serialize does not change what it saves).
+    std::vector<float> settled(residual_);
+    for (const auto& [offset, owed] : owed_) settleSignCorrection(settled.data() + offset, owed.count, owed.scale);
+    std::memcpy(p + kHeaderBytes, settled.data(), valueBytes);
+  }
   uint64_t sum = fnv1a(p + kHeaderBytes, valueBytes);
   std::memcpy(p + kHeaderBytes + valueBytes, &sum, sizeof sum);
   return out;
@@ -81,6 +128,7 @@ void ErrorFeedback::deserialize(std::span<const uint8_t> bytes) {
   std::vector<float> values(n);
   if (payload > 0) std::memcpy(values.data(), bytes.data() + kHeaderBytes, payload);
   residual_ = std::move(values);
+  owed_.clear();
 }
 
 }  // namespace tern::compress

@@ -6,12 +6,19 @@
 // Usage in a compressed collective: one ErrorFeedback per tensor handle (and one per reduced chunk on the "server"
 // side of a two-phase allreduce); encode each chunk with its global offset.
 //
+// Owed corrections. With the sign codec the residual's update needs the chunk's scale, known only after a whole pass,
+// so encode() leaves each chunk's residual at v = x + r and records the scale it still owes (Codec::encodeOwing);
+// the next encode of the same chunk applies it while it reads the residual, which saves a second pass over the
+// residual on every call. Whoever looks at the residual (residual(), serialize()) sees it settled; an encode of a
+// chunk that overlaps owed chunks but is not one of them settles those first.
+//
 // Checkpointing: serialize() gives a self-describing byte vector (magic, version, n, residual, checksum) that
 // deserialize() restores, so training restarts keep the residual.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -38,8 +45,8 @@ class ErrorFeedback {
   size_t encode(const Codec& codec, const void* in, ternDataType_t dtype, size_t count, void* payload,
                 const EncodeContext& ctx);
 
-  std::span<float> residual() { return residual_; }
-  std::span<const float> residual() const { return residual_; }
+  // The residual, every owed correction settled first.
+  std::span<float> residual();
 
   // Checkpoint form: "TERNEF" magic, u16 version, u64 n, n fp32 values, u64 FNV-1a checksum of the values
   // (little-endian).
@@ -50,7 +57,17 @@ class ErrorFeedback {
   void deserialize(std::span<const uint8_t> bytes);
 
  private:
+  struct Owed {
+    size_t count;  // the chunk's elements
+    float scale;   // settleSignCorrection's scale
+  };
+  using OwedMap = std::map<uint64_t, Owed>;  // by the chunk's first element; chunks never overlap
+
+  // Settles (and forgets) every owed chunk that overlaps [offset, offset + count), except `keep`.
+  void settleOverlapping(uint64_t offset, size_t count, OwedMap::const_iterator keep);
+
   std::vector<float> residual_;
+  OwedMap owed_;
 };
 
 }  // namespace tern::compress

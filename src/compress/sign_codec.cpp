@@ -18,28 +18,46 @@ CodecParams signParams(SignScale scale) {
 
 }  // namespace
 
+void settleSignCorrection(float* residual, size_t n, float scale) {
+  switch (activeCodecIsa()) {
+    case CodecIsa::kAvx512:
+      return signResidualAvx512(residual, n, scale);
+    case CodecIsa::kAvx2:
+      return signResidualAvx2(residual, n, scale);
+    case CodecIsa::kScalar:
+      return signResidualScalar(residual, n, scale);
+  }
+}
+
 SignCodec::SignCodec(SignScale scale) : Codec(signParams(scale)) {}
 
 size_t SignCodec::payloadBytes(size_t n) const { return signPayloadBytes(n); }
 
-size_t SignCodec::encodeImpl(const void* in, ternDataType_t dtype, size_t n, uint8_t* payload,
-                             const EncodeContext& /*ctx*/, float* residual) const {
+// Pass 1 with the active instruction set; returns the chunk's scale (0 for an empty chunk).
+float SignCodec::encodePass(const void* in, ternDataType_t dtype, size_t n, uint8_t* payload, float* residual,
+                            std::optional<float> owed) const {
   SignEncodeArgs args{in, dtype, n, residual, payload + 4, params().signScale == SignScale::kRms};
+  args.settleOwed = owed.has_value();
+  args.owedScale = owed.value_or(0.0f);
   CodecIsa isa = activeCodecIsa();
   float sum = isa == CodecIsa::kAvx512 ? signEncodeAvx512(args)
               : isa == CodecIsa::kAvx2 ? signEncodeAvx2(args)
                                        : signEncodeScalar(args);
   float scale = n > 0 ? signScaleFromSum(sum, n, args.rms) : 0.0f;
   std::memcpy(payload, &scale, 4);
-  if (residual) {
-    if (isa == CodecIsa::kAvx512) {
-      signResidualAvx512(residual, n, scale);
-    } else if (isa == CodecIsa::kAvx2) {
-      signResidualAvx2(residual, n, scale);
-    } else {
-      signResidualScalar(residual, n, scale);
-    }
-  }
+  return scale;
+}
+
+size_t SignCodec::encodeImpl(const void* in, ternDataType_t dtype, size_t n, uint8_t* payload,
+                             const EncodeContext& /*ctx*/, float* residual) const {
+  float scale = encodePass(in, dtype, n, payload, residual, std::nullopt);
+  if (residual) settleSignCorrection(residual, n, scale);
+  return signPayloadBytes(n);
+}
+
+size_t SignCodec::encodeOwingImpl(const void* in, ternDataType_t dtype, size_t n, uint8_t* payload,
+                                  std::optional<float> prior, float* residual, float* owed) const {
+  *owed = encodePass(in, dtype, n, payload, residual, prior);
   return signPayloadBytes(n);
 }
 

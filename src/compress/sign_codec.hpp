@@ -7,6 +7,9 @@
 
 namespace tern::compress {
 
+// Applies an owed correction (Codec::encodeOwing) to n residual values: r = r - (r >= 0 ? scale : -scale).
+void settleSignCorrection(float* residual, size_t n, float scale);
+
 class SignCodec final : public Codec {
  public:
   explicit SignCodec(SignScale scale = SignScale::kMeanAbs);
@@ -16,7 +19,13 @@ class SignCodec final : public Codec {
  protected:
   size_t encodeImpl(const void* in, ternDataType_t dtype, size_t n, uint8_t* payload, const EncodeContext& ctx,
                     float* residual) const override;
+  size_t encodeOwingImpl(const void* in, ternDataType_t dtype, size_t n, uint8_t* payload, std::optional<float> prior,
+                         float* residual, float* owed) const override;
   void decodeImpl(const uint8_t* payload, size_t bytes, size_t n, float* out, bool accumulate) const override;
+
+ private:
+  float encodePass(const void* in, ternDataType_t dtype, size_t n, uint8_t* payload, float* residual,
+                   std::optional<float> owed) const;
 };
 
 }  // namespace tern::compress

@@ -30,10 +30,16 @@ TERN_AVX512 __m512 term(__m512 v) {
   return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)));
 }
 
-template <class In, bool kEF, bool kRms>
+// signCorrected on 16 values: r - (r >= 0 ? scale : -scale).
+TERN_AVX512 __m512 corrected(__m512 r, __m512 pos, __m512 neg) {
+  return _mm512_sub_ps(r, _mm512_mask_blend_ps(_mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_GE_OQ), neg, pos));
+}
+
+template <class In, EfMode kEf, bool kRms>
 TERN_AVX512 float encode512(const SignEncodeArgs& a) {
   const auto* x = static_cast<const typename In::Elem*>(a.x);
   const __m512 zero = _mm512_setzero_ps();
+  const __m512 owedPos = _mm512_set1_ps(a.owedScale), owedNeg = _mm512_set1_ps(-a.owedScale);
   PairwiseSum sum;
   size_t b = 0;
   for (; b + kSumBlock <= a.n; b += kSumBlock) {
@@ -42,9 +48,15 @@ TERN_AVX512 float encode512(const SignEncodeArgs& a) {
       size_t e = b + static_cast<size_t>(s) * kSumLanes;
       __m512 v0 = load16(In{}, x + e);
       __m512 v1 = load16(In{}, x + e + 16);
-      if constexpr (kEF) {
-        v0 = _mm512_add_ps(v0, _mm512_loadu_ps(a.residual + e));
-        v1 = _mm512_add_ps(v1, _mm512_loadu_ps(a.residual + e + 16));
+      if constexpr (kEf != EfMode::kNone) {
+        __m512 r0 = _mm512_loadu_ps(a.residual + e);
+        __m512 r1 = _mm512_loadu_ps(a.residual + e + 16);
+        if constexpr (kEf == EfMode::kSettle) {
+          r0 = corrected(r0, owedPos, owedNeg);
+          r1 = corrected(r1, owedPos, owedNeg);
+        }
+        v0 = _mm512_add_ps(v0, r0);
+        v1 = _mm512_add_ps(v1, r1);
         _mm512_storeu_ps(a.residual + e, v0);
         _mm512_storeu_ps(a.residual + e + 16, v1);
       }
@@ -57,7 +69,8 @@ TERN_AVX512 float encode512(const SignEncodeArgs& a) {
     sum.add(fold(acc0, acc1));
   }
   if (b < a.n) {
-    sum.add(signBlockScalar<In, kEF, kRms>(x + b, a.n - b, kEF ? a.residual + b : nullptr, a.bits + b / 8));
+    float* r = kEf != EfMode::kNone ? a.residual + b : nullptr;
+    sum.add(signBlockScalar<In, kEf, kRms>(x + b, a.n - b, r, a.bits + b / 8, a.owedScale));
   }
   return sum.total();
 }
@@ -79,10 +92,16 @@ TERN_AVX2 __m256 term(__m256 v) {
   return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
 }
 
-template <class In, bool kEF, bool kRms>
+// signCorrected on 8 values.
+TERN_AVX2 __m256 corrected(__m256 r, __m256 pos, __m256 neg) {
+  return _mm256_sub_ps(r, _mm256_blendv_ps(neg, pos, _mm256_cmp_ps(r, _mm256_setzero_ps(), _CMP_GE_OQ)));
+}
+
+template <class In, EfMode kEf, bool kRms>
 TERN_AVX2 float encode256(const SignEncodeArgs& a) {
   const auto* x = static_cast<const typename In::Elem*>(a.x);
   const __m256 zero = _mm256_setzero_ps();
+  const __m256 owedPos = _mm256_set1_ps(a.owedScale), owedNeg = _mm256_set1_ps(-a.owedScale);
   PairwiseSum sum;
   size_t b = 0;
   for (; b + kSumBlock <= a.n; b += kSumBlock) {
@@ -92,8 +111,10 @@ TERN_AVX2 float encode256(const SignEncodeArgs& a) {
       uint32_t word = 0;
       for (int q = 0; q < 4; ++q) {
         __m256 v = load8(In{}, x + e + 8 * q);
-        if constexpr (kEF) {
-          v = _mm256_add_ps(v, _mm256_loadu_ps(a.residual + e + 8 * q));
+        if constexpr (kEf != EfMode::kNone) {
+          __m256 r = _mm256_loadu_ps(a.residual + e + 8 * q);
+          if constexpr (kEf == EfMode::kSettle) r = corrected(r, owedPos, owedNeg);
+          v = _mm256_add_ps(v, r);
           _mm256_storeu_ps(a.residual + e + 8 * q, v);
         }
         acc[q] = _mm256_add_ps(acc[q], term<kRms>(v));
@@ -104,7 +125,8 @@ TERN_AVX2 float encode256(const SignEncodeArgs& a) {
     sum.add(fold(acc[0], acc[1], acc[2], acc[3]));
   }
   if (b < a.n) {
-    sum.add(signBlockScalar<In, kEF, kRms>(x + b, a.n - b, kEF ? a.residual + b : nullptr, a.bits + b / 8));
+    float* r = kEf != EfMode::kNone ? a.residual + b : nullptr;
+    sum.add(signBlockScalar<In, kEf, kRms>(x + b, a.n - b, r, a.bits + b / 8, a.owedScale));
   }
   return sum.total();
 }
@@ -114,38 +136,32 @@ TERN_AVX2 float encode256(const SignEncodeArgs& a) {
 float signEncodeAvx512(const SignEncodeArgs& a) {
   return withInputType(a.dtype, [&](auto in) {
     using In = decltype(in);
-    if (a.residual) return a.rms ? encode512<In, true, true>(a) : encode512<In, true, false>(a);
-    return a.rms ? encode512<In, false, true>(a) : encode512<In, false, false>(a);
+    const auto run = [&]<EfMode kEf>() { return a.rms ? encode512<In, kEf, true>(a) : encode512<In, kEf, false>(a); };
+    if (a.residual == nullptr) return run.template operator()<EfMode::kNone>();
+    return a.settleOwed ? run.template operator()<EfMode::kSettle>() : run.template operator()<EfMode::kAdd>();
   });
 }
 
 float signEncodeAvx2(const SignEncodeArgs& a) {
   return withInputType(a.dtype, [&](auto in) {
     using In = decltype(in);
-    if (a.residual) return a.rms ? encode256<In, true, true>(a) : encode256<In, true, false>(a);
-    return a.rms ? encode256<In, false, true>(a) : encode256<In, false, false>(a);
+    const auto run = [&]<EfMode kEf>() { return a.rms ? encode256<In, kEf, true>(a) : encode256<In, kEf, false>(a); };
+    if (a.residual == nullptr) return run.template operator()<EfMode::kNone>();
+    return a.settleOwed ? run.template operator()<EfMode::kSettle>() : run.template operator()<EfMode::kAdd>();
   });
 }
 
 TERN_AVX512 void signResidualAvx512(float* residual, size_t n, float scale) {
-  const __m512 pos = _mm512_set1_ps(scale), neg = _mm512_set1_ps(-scale), zero = _mm512_setzero_ps();
+  const __m512 pos = _mm512_set1_ps(scale), neg = _mm512_set1_ps(-scale);
   size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m512 v = _mm512_loadu_ps(residual + i);
-    __m512 d = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GE_OQ), neg, pos);
-    _mm512_storeu_ps(residual + i, _mm512_sub_ps(v, d));
-  }
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(residual + i, corrected(_mm512_loadu_ps(residual + i), pos, neg));
   signResidualScalar(residual + i, n - i, scale);
 }
 
 TERN_AVX2 void signResidualAvx2(float* residual, size_t n, float scale) {
-  const __m256 pos = _mm256_set1_ps(scale), neg = _mm256_set1_ps(-scale), zero = _mm256_setzero_ps();
+  const __m256 pos = _mm256_set1_ps(scale), neg = _mm256_set1_ps(-scale);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_loadu_ps(residual + i);
-    __m256 d = _mm256_blendv_ps(neg, pos, _mm256_cmp_ps(v, zero, _CMP_GE_OQ));
-    _mm256_storeu_ps(residual + i, _mm256_sub_ps(v, d));
-  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(residual + i, corrected(_mm256_loadu_ps(residual + i), pos, neg));
   signResidualScalar(residual + i, n - i, scale);
 }
 

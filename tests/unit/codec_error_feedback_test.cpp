@@ -3,12 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "base/error.hpp"
 #include "compress/codec_factory.hpp"
 #include "compress/error_feedback.hpp"
+#include "compress/isa.hpp"
 
 namespace tern::compress {
 namespace {
@@ -34,6 +38,61 @@ TEST(CodecErrorFeedback, ChunkedEncodeUsesTheMatchingResidualSlice) {
     for (size_t i = 0; i < chunk; ++i) ASSERT_EQ(ef.residual()[c + i], x[c + i] - d[i]);
   }
   EXPECT_THROW(ef.encode(*codec, x.data(), ternFloat32, chunk, payload.data(), {1, 0, n - 10}), Error);
+}
+
+// Encodes x in the given chunks through `ef` and, for reference, through the codec's own two-pass encode on a plain
+// residual vector; every payload must be identical.
+void encodeBoth(const Codec& codec, ErrorFeedback& ef, std::vector<float>& reference, const std::vector<float>& x,
+                const std::vector<size_t>& cuts) {
+  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+    const size_t off = cuts[k], len = cuts[k + 1] - off;
+    std::vector<uint8_t> got(codec.payloadBytes(len)), want(codec.payloadBytes(len));
+    ef.encode(codec, x.data() + off, ternFloat32, len, got.data(), {3, 0, off});
+    codec.encode(x.data() + off, ternFloat32, len, want.data(), {3, 0, off}, reference.data() + off);
+    ASSERT_EQ(got, want) << codec.spec() << " chunk at " << off;
+  }
+}
+
+bool sameBits(std::span<const float> a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), b.size() * sizeof(float)) == 0;
+}
+
+// Sign's residual correction is owed to the next encode of a chunk instead of taking a pass of its own; on every
+// instruction set that must give the two-pass encode's payloads and residual bits, across steps, when the chunking
+// changes, when another codec takes over, and in a checkpoint taken while corrections are owed.
+TEST(CodecErrorFeedback, OwedSignCorrectionsGiveTheTwoPassBits) {
+  const size_t n = 70001;
+  const std::vector<size_t> chunks = {0, 1, 8, 1031, 33000, 33001, n};
+  const std::vector<size_t> shifted = {0, 500, 2000, 40000, n};
+  for (CodecIsa isa : {CodecIsa::kScalar, CodecIsa::kAvx2, CodecIsa::kAvx512}) {
+    if (!codecIsaSupported(isa)) {
+      std::printf("note: %s not supported on this CPU, not compared\n", codecIsaName(isa));
+      continue;
+    }
+    ScopedCodecIsa scoped(isa);
+    for (const char* spec : {"sign", "sign:rms"}) {
+      SCOPED_TRACE(std::string(spec) + " " + codecIsaName(isa));
+      auto codec = makeCodec(spec);
+      auto fp16 = makeCodec("fp16");
+      ErrorFeedback ef(n);
+      std::vector<float> reference(n, 0.0f);
+      for (uint32_t step = 0; step < 3; ++step) encodeBoth(*codec, ef, reference, randomVector(n, 10 + step), chunks);
+      const std::vector<uint8_t> checkpoint = ef.serialize();  // corrections are owed here
+      encodeBoth(*codec, ef, reference, randomVector(n, 20), shifted);
+      encodeBoth(*codec, ef, reference, randomVector(n, 21), chunks);
+      encodeBoth(*fp16, ef, reference, randomVector(n, 22), chunks);
+      encodeBoth(*codec, ef, reference, randomVector(n, 23), chunks);
+      EXPECT_TRUE(sameBits(ef.residual(), reference));
+      encodeBoth(*codec, ef, reference, randomVector(n, 24), chunks);  // after residual() settled everything
+
+      ErrorFeedback restored;
+      restored.deserialize(checkpoint);
+      ErrorFeedback again(n);
+      std::vector<float> replay(n, 0.0f);
+      for (uint32_t step = 0; step < 3; ++step) encodeBoth(*codec, again, replay, randomVector(n, 10 + step), chunks);
+      EXPECT_TRUE(sameBits(restored.residual(), replay)) << "the checkpoint holds the settled residual";
+    }
+  }
 }
 
 TEST(CodecErrorFeedback, ResetAndResize) {
