@@ -45,7 +45,7 @@ class ErrorFeedback {
   size_t encode(const Codec& codec, const void* in, ternDataType_t dtype, size_t count, void* payload,
                 const EncodeContext& ctx);
 
-  // The residual, every owed correction settled first.
+  // The residual, every owed correction settled first (a later encode may leave corrections owed again).
   std::span<float> residual();
 
   // Checkpoint form: "TERNEF" magic, u16 version, u64 n, n fp32 values, u64 FNV-1a checksum of the values
