@@ -268,21 +268,26 @@ bool ShmTransport::pendingPeerOnAnotherCpu() const {
   return false;
 }
 
-void ShmTransport::checkPeers() {
+int ShmTransport::checkPeers() {
   // The probe costs a recv(MSG_PEEK) per socket: once per sleep slice is often enough to notice a dead peer.
   auto now = Clock::now();
-  if (now - lastProbe_ < std::chrono::milliseconds(kSleepSliceMs)) return;
+  if (now - lastProbe_ < std::chrono::milliseconds(kSleepSliceMs)) return 0;
   lastProbe_ = now;
+  int completed = 0;
   for (int p : mesh_->localPeers()) {
     PeerState& s = peers_[p];
     if (s.sends.empty() && s.acks.empty() && s.recvs.empty()) continue;
     if (!dog_->peerGone(p)) continue;
-    pass();  // what the peer managed before it went may complete our transfers
+    // What the peer delivered before it went (it may have finished its part and exited normally) completes our
+    // transfers, and the caller must hear of them: a completion dropped here was never reaped, so the collective
+    // waited for it until TERN_TIMEOUT.
+    completed += pass();
     if (s.sends.empty() && s.acks.empty() && s.recvs.empty()) continue;
     dog_->throwPeerGone(p, [&] {
       return format("%zu sends and %zu receives with it pending", s.sends.size() + s.acks.size(), s.recvs.size());
     });
   }
+  return completed;
 }
 
 int ShmTransport::progress(int waitMs) {
@@ -331,7 +336,7 @@ int ShmTransport::progress(int waitMs) {
       if (spins) spin_.sleptThrough(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
       return completed;
     }
-    checkPeers();
+    if ((completed = checkPeers()) > 0) return completed;
     if (Clock::now() >= deadline) {
       if (spins) spin_.failed();
       return 0;

@@ -84,7 +84,9 @@ class ShmTransport : public Transport {
   void copyRendezvous(int peer, RecvOp& r, const SlotHeader& h);
   void notify(int peer);
   void throwIfFailed();
-  void checkPeers();
+  // Once per sleep slice: throws for a peer that is gone with our transfers to it pending, after a last pass picks
+  // up what it delivered before it went; returns the transfers that pass completed (they must be reported too).
+  int checkPeers();
   bool pendingPeerOnAnotherCpu() const;
 
   Mesh* mesh_;
