@@ -65,16 +65,14 @@ size_t ErrorFeedback::encode(const Codec& codec, const void* in, ternDataType_t 
                residual_.size(), codec.spec().c_str());
   }
   float* residual = residual_.data() + ctx.offset;
+  if (!codec.canOweCorrection() || count == 0) {  // an empty chunk owes nothing (and would share a key)
+    settleOverlapping(ctx.offset, count, owed_.cend());
+    return codec.encode(in, dtype, count, payload, ctx, residual);
+  }
+  // The same chunk as an earlier encode: its owed correction is applied in this encode's pass.
   auto same = owed_.find(ctx.offset);
   if (same != owed_.end() && same->second.count != count) same = owed_.end();
   settleOverlapping(ctx.offset, count, same);
-  if (!codec.canOweCorrection() || count == 0) {  // an empty chunk owes nothing (and would share a key)
-    if (same != owed_.end()) {
-      settleSignCorrection(residual, count, same->second.scale);
-      owed_.erase(same);
-    }
-    return codec.encode(in, dtype, count, payload, ctx, residual);
-  }
   std::optional<float> prior;
   if (same != owed_.end()) prior = same->second.scale;
   float owed = 0.0f;
