@@ -25,6 +25,9 @@ rank; a step's time is the slowest rank's, and step_ms is the median over the st
 steps include DDP's bucket rebuild and the backends' connection setup). compute_ms is the same median for
 --compute-steps extra steps under ddp.no_sync() (no communication at all), run after the final evaluation, so
 exposed_comm_ms = step_ms - compute_ms is the communication that backward's compute did not hide.
+--timeline adds, per phase, the median over the timed steps of: the spread of the ranks' last-bucket readiness,
+the allreduce's time after the last rank's bucket was handed over, the spread of its completion, the copy-out
+until backward returns, and the optimizer step (class Timeline: a probe with its own comm hook).
 test_acc is the accuracy (percent) of the trained model on the held-out test split; param_spread is the largest
 difference of any parameter across the ranks after training (0 when every rank holds the same model).
 Rank 0 prints one line "DDP_SUMMARY {json}" and, with --json, writes the same object to a file.
@@ -70,13 +73,72 @@ def load_data(seed: int, test_fraction: float):
     return x[train], y[train], x[test], y[test]
 
 
-def timed_step(model, opt, xb, yb):
+def timed_step(model, opt, xb, yb, timeline=None):
     start = time.perf_counter()
+    if timeline is not None:
+        timeline.step += 1
+        row = timeline.rows.setdefault(timeline.step, [0.0] * 5)
+        row[0] = time.time()
     opt.zero_grad(set_to_none=True)
     loss = F.cross_entropy(model(xb), yb)
     loss.backward()
+    if timeline is not None:
+        row[3] = time.time()
     opt.step()
+    if timeline is not None:
+        row[4] = time.time()
     return time.perf_counter() - start, loss.item()
+
+
+class Timeline:
+    """--timeline: when each rank's step starts, its last gradient bucket is handed to the backend, that bucket's
+    allreduce completes, backward returns and the step ends (wall-clock time.time(), which the simulated cluster's
+    namespaces share; across real machines the cross-rank figures need synchronised clocks).
+
+    It wraps the comm hook: with --hook none it registers one that does what DDP's built-in allreduce does (divide
+    the bucket by the world size, allreduce it), so it is a probe of where a step's time goes, not the benchmark.
+    """
+
+    def __init__(self):
+        self.step = -1
+        self.rows = {}  # step -> [start, last ready, last done, backward end, end]
+
+    def wrap(self, inner):
+        def hook(state, bucket):
+            row = self.rows.setdefault(self.step, [0.0] * 5)
+            row[1] = time.time()
+            fut = inner(state, bucket)
+
+            def done(f):
+                row[2] = max(row[2], time.time())
+                return f.value()
+
+            return fut.then(done)
+
+        return hook
+
+    @staticmethod
+    def default_allreduce(state, bucket):
+        buf = bucket.buffer()
+        buf.div_(dist.get_world_size(state))
+        return dist.all_reduce(buf, group=state, async_op=True).get_future().then(lambda f: f.value()[0])
+
+    def summary(self, skip: int):
+        """Medians over the steps after `skip` of the step's phases across the ranks, in ms (every rank calls it)."""
+        mine = [self.rows[s] for s in sorted(self.rows) if s >= skip and all(self.rows[s])]
+        everyone = [None] * dist.get_world_size()
+        dist.all_gather_object(everyone, mine)
+        steps = min(len(rows) for rows in everyone)
+        phases = {"ready_skew_ms": [], "comm_after_last_ready_ms": [], "done_skew_ms": [], "after_done_ms": [],
+                  "optimizer_ms": []}
+        for k in range(steps):
+            start, ready, done, bwd, end = zip(*(rows[k] for rows in everyone))
+            phases["ready_skew_ms"].append(max(ready) - min(ready))
+            phases["comm_after_last_ready_ms"].append(max(done) - max(ready))
+            phases["done_skew_ms"].append(max(done) - min(done))
+            phases["after_done_ms"].append(max(b - d for b, d in zip(bwd, done)))
+            phases["optimizer_ms"].append(max(e - b for e, b in zip(end, bwd)))
+        return {key: round(statistics.median(v) * 1e3, 3) if v else None for key, v in phases.items()}
 
 
 def slowest_rank(times):
@@ -107,6 +169,9 @@ def main():
     p.add_argument("--test-fraction", type=float, default=0.2)
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads per rank")
     p.add_argument("--json", default=None)
+    p.add_argument("--timeline", action="store_true",
+                   help="also time each step's phases across the ranks (bucket readiness, the allreduce after the "
+                   "last rank's bucket, the copy-out, the optimizer) through a comm hook; a probe, see Timeline")
     a = p.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -121,12 +186,18 @@ def main():
     n_params = sum(q.numel() for q in module.parameters())
     model = nn.parallel.DistributedDataParallel(module, bucket_cap_mb=a.bucket_cap_mb,
                                                 gradient_as_bucket_view=a.bucket_view)
+    hook = None
     if a.hook != "none":
         if a.backend != "tern":
             raise SystemExit("ddp_train: --hook needs --backend tern")
         from tern.torch.hooks import compressed_allreduce_hook
 
-        model.register_comm_hook(None, compressed_allreduce_hook(a.hook))
+        hook = compressed_allreduce_hook(a.hook)
+    timeline = Timeline() if a.timeline else None
+    if timeline is not None:
+        hook = timeline.wrap(hook or Timeline.default_allreduce)
+    if hook is not None:
+        model.register_comm_hook(None, hook)
     if a.optimizer == "sgd":
         opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
     else:
@@ -152,7 +223,7 @@ def main():
             if step >= total_steps:
                 break
             idx = order[s * per_step + rank * a.batch: s * per_step + (rank + 1) * a.batch]
-            dt, loss = timed_step(model, opt, x_train[idx], y_train[idx])
+            dt, loss = timed_step(model, opt, x_train[idx], y_train[idx], timeline)
             times.append(dt)
             losses.append(loss)
             step += 1
@@ -211,6 +282,8 @@ def main():
         "test_samples": len(y_test),
         "param_spread": param_spread,
     }
+    if timeline is not None:
+        summary["timeline"] = timeline.summary(a.warmup)
     if rank == 0:
         print("DDP_SUMMARY " + json.dumps(summary), flush=True)
         if a.json:
