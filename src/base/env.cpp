@@ -101,6 +101,7 @@ const std::vector<KnobSpec>& knobTable() {
       bytes("SHM_CMA_CHUNK_BYTES", 4096, kMaxBytes, true, "the whole call",
             "chunk of the CMA allreduce (0: the whole call)"),
       flag("SHM_HUGEPAGES", "1", "huge pages for buffers peers reach by CMA"),
+      flag("SHM_CMA_LEARN", "1", "try the CMA forms against staging on the first calls and keep the faster"),
       launch(integer("RANK", 0, kMaxRanks, "", "this process's rank (tern-run)")),
       launch(integer("WORLD_SIZE", 1, kMaxRanks, "", "number of ranks (tern-run)")),
       launch(integer("LOCAL_RANK", 0, kMaxRanks, "", "rank on this host (tern-run)")),

@@ -116,6 +116,9 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
     sameProcess = sameProcess && c.mesh->peer(q).sameProcess;
     readsAll = readsAll && (c.mesh->peer(q).sameProcess || c.mesh->peer(q).cmaFrom);
   }
+  // A rank that does not offer the one-pass form between processes (TERN_ALGO, or the CMA learner's trials) says it
+  // cannot read its peers, so that every rank stages alike.
+  if (!sameProcess && !forms.allowCma) readsAll = false;
   const size_t peerBytes = alltoallPeerBytes(a, me, n);
   const bool inlineMine =
       (forced == ShmAlgorithm::kNone ? shmAlltoAllInlineLimit(a, n) >= peerBytes : forced == ShmAlgorithm::kSmall) &&

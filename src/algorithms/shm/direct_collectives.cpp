@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
 #include "base/dtype.hpp"
 #include "base/env.hpp"
 #include "base/error.hpp"
+#include "base/log.hpp"
 #include "transport/shm/shm_wire.hpp"
 #include "transport/shm/stream_copy.hpp"
 
@@ -57,7 +59,8 @@ DirectCollectives::DirectCollectives(Mesh* mesh, Watchdog* dog, const SpinPolicy
       tmp_(new char[kStageSlotBytes]),
       cmaBuf_(new char[kCmaBufferBytes]),
       mappings_(static_cast<size_t>(std::max(64, 4 * mesh->nranks()))),
-      hugePages_(HugePageAdvisor::enabledByEnvironment()) {}
+      hugePages_(HugePageAdvisor::enabledByEnvironment()),
+      cmaLearner_(envFlag("SHM_CMA_LEARN", true)) {}
 
 size_t DirectCollectives::chunkBytes(size_t bytes) const {
   // At least 8 chunks, so that staging, reduction and gather overlap across ranks even for mid-size messages, in
@@ -94,11 +97,31 @@ size_t cmaChunkBytes() {
 
 }  // namespace
 
+bool DirectCollectives::cmaSizeAdmits(const CollArgs& a, const ShmPlan& plan) const {
+  const int n = mesh_->nranks();
+  if (isAlltoAll(a.coll)) {
+    return plan.allowCma && plan.algo != ShmAlgorithm::kSmall && n > 1 &&
+           alltoallPeerBytes(a, 0, n) > shmAlltoAllInlineLimit(a, n);
+  }
+  const size_t inBytes = shmInputBytes(a, n);
+  const bool sized = plan.algo == ShmAlgorithm::kCma || inBytes >= cmaMinBytes(a.coll, n);
+  return plan.allowCma && hasCmaForm(a.coll) && n > 1 && sized && inBytes <= kCmaMaxBytes;
+}
+
+bool DirectCollectives::cmaAvoided(const CollArgs& a) const {
+  using Verdict = CmaLearner::Verdict;
+  if (a.coll == Collective::kAlltoAllv) {
+    // Alltoallv's sizes differ between ranks, so it is not tried itself: it follows alltoall's bands where they agree.
+    return cmaLearner_.overall(Collective::kAlltoAll) == Verdict::kAvoid;
+  }
+  return cmaLearner_.verdict(a.coll, shmInputBytes(a, mesh_->nranks())) == Verdict::kAvoid;
+}
+
 ShmAlgorithm DirectCollectives::expectedAlgorithm(const CollArgs& a, const ShmPlan& plan) const {
   if (plan.algo != ShmAlgorithm::kPipelined || plan.forced) return plan.algo;
   if (isAlltoAll(a.coll)) {  // as directAlltoAll decides for blocks that do not fit inline
     bool threads = plan.allowMapped && gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto;
-    bool reads = plan.allowCma, processes = false;
+    bool reads = plan.allowCma && !cmaAvoided(a), processes = false;
     for (int q : mesh_->localPeers()) {
       threads = threads && mesh_->peer(q).sameProcess;
       reads = reads && (mesh_->peer(q).sameProcess || mesh_->peer(q).cmaFrom);
@@ -110,8 +133,8 @@ ShmAlgorithm DirectCollectives::expectedAlgorithm(const CollArgs& a, const ShmPl
   const int n = mesh_->nranks();
   const size_t inBytes = shmInputBytes(a, n);
   // As describeCall decides for ordinary buffers: CMA between processes, in place between threads.
-  bool cma =
-      plan.allowCma && hasCmaForm(a.coll) && n > 1 && inBytes >= cmaMinBytes(a.coll, n) && inBytes <= kCmaMaxBytes;
+  bool cma = plan.allowCma && hasCmaForm(a.coll) && n > 1 && inBytes >= cmaMinBytes(a.coll, n) &&
+             inBytes <= kCmaMaxBytes && !cmaAvoided(a);
   bool threads = gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto && a.count > 0;
   for (int q : mesh_->localPeers()) {
     cma = cma && mesh_->peer(q).cmaFrom && !mesh_->peer(q).sameProcess;
@@ -124,7 +147,7 @@ ShmAlgorithm DirectCollectives::expectedAlgorithm(const CollArgs& a, const ShmPl
 
 bool DirectCollectives::cmaReplacesOnePhase(const CollArgs& a) const {
   const int n = mesh_->nranks();
-  if (!hasCmaForm(a.coll) || n < 2 || !mesh_->cmaBetweenAllRanks()) return false;
+  if (!hasCmaForm(a.coll) || n < 2 || !mesh_->cmaBetweenAllRanks() || cmaAvoided(a)) return false;
   const size_t inBytes = shmInputBytes(a, n);
   return inBytes >= cmaMinBytes(a.coll, n) && inBytes <= kCmaMaxBytes;
 }
@@ -182,9 +205,12 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op, const ShmPlan
   // CMA is used only when every rank offers it (d.pad): all ranks must run the same algorithm and chunking.
   // Allreduce, reduce, allgather and broadcast have a CMA form (cma_*.cpp) for ordinary buffers.
   // A forced shm_cma is offered at any size up to its limit (the minimum is where it starts to pay).
-  const bool cmaSize = plan.algo == ShmAlgorithm::kCma || inBytes >= cmaMinBytes(a.coll, n);
-  bool cmaOffer =
-      plan.allowCma && hasCmaForm(a.coll) && n > 1 && c.inStaged && c.outStaged && cmaSize && inBytes <= kCmaMaxBytes;
+  // Whether CMA is offered depends on this rank's buffers; whether the call is one the learner counts, on the
+  // arguments alone (every rank counts the same calls).
+  const bool cmaSize = cmaSizeAdmits(a, plan);
+  bool cmaOffer = cmaSize && c.inStaged && c.outStaged;
+  learnsCma_ = cmaSize && !plan.forced && CmaLearner::learns(a.coll);
+  if (learnsCma_) cmaOffer = cmaLearner_.offer(a.coll, inBytes) && cmaOffer;
   for (int q : mesh_->localPeers()) cmaOffer = cmaOffer && mesh_->peer(q).cmaFrom && !mesh_->peer(q).sameProcess;
   d.pad = cmaOffer ? 1 : 0;
   if (cmaOffer) {
@@ -235,12 +261,20 @@ ShmAlgorithm DirectCollectives::run(Operation& op, const ExecContext& ctx, const
   DirectCall& c = call_;  // reused: its vectors keep their capacity, so a call allocates nothing
   c.entered = c.exposed = false;
   ran_ = plan.algo;
+  learnsCma_ = false;
+  const auto start = std::chrono::steady_clock::now();
   try {
     runCall(op, ctx, plan);
   } catch (...) {
     // A rank must not hand its buffers back to its caller while a peer may still read or write them.
     if (c.entered) c.leaveAfterError();
     throw;
+  }
+  if (learnsCma_) {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    const std::string decided = cmaLearner_.record(op.args.coll, shmInputBytes(op.args, mesh_->nranks()),
+                                                   ran_ == ShmAlgorithm::kCma, took.count());
+    if (!decided.empty()) TERN_LOG(kInfo, kShm, mesh_->rank(), "%s", decided.c_str());
   }
   return ran_;
 }
@@ -266,7 +300,9 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
   if (isAlltoAll(a.coll)) {  // direct_alltoall.cpp: its own table exchange decides the form, alike on every rank
     AlltoAllForms forms;
     forms.forced = plan.forced ? plan.algo : ShmAlgorithm::kNone;
-    forms.allowCma = plan.allowCma;
+    forms.allowCma = plan.allowCma && !cmaAvoided(a);
+    learnsCma_ = !plan.forced && a.coll == Collective::kAlltoAll && cmaSizeAdmits(a, plan);
+    if (learnsCma_) forms.allowCma = cmaLearner_.offer(a.coll, shmInputBytes(a, c.n)) && forms.allowCma;
     forms.allowMapped = plan.allowMapped && gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto;
     noteRun(ran_ = directAlltoAll(c, forms, chunkSeq_));
     return;

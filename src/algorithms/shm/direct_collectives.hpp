@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/shm/cma_learner.hpp"
 #include "algorithms/shm/direct_call.hpp"
 #include "algorithms/shm/shm_catalogue.hpp"
 #include "exec/collective.hpp"
@@ -79,6 +80,11 @@ class DirectCollectives {
   size_t chunkBytes(size_t bytes) const;
 
  private:
+  // Whether the size rules (and TERN_ALGO) give args to a CMA form, whatever the buffers: the calls the learner
+  // counts, alike on every rank.
+  bool cmaSizeAdmits(const CollArgs& args, const ShmPlan& plan) const;
+  // Whether the learner has agreed that the CMA forms lose to staging for calls like args.
+  bool cmaAvoided(const CollArgs& args) const;
   bool zeroCopyFor(const void* p, size_t bytes, BufferRef* ref) const;
   const char* resolve(int peer, const BufferRef& ref, size_t bytes);
   void describeCall(DirectCall& c, Operation& op, const ShmPlan& plan);
@@ -95,6 +101,8 @@ class DirectCollectives {
   std::unique_ptr<char[]> cmaBuf_;  // pieces read from peers by the CMA allreduce (kStageSlotBytes)
   PeerMappings mappings_;
   HugePageAdvisor hugePages_;  // for the buffers peers reach by CMA
+  CmaLearner cmaLearner_;      // whether the CMA forms pay on this host (TERN_SHM_CMA_LEARN)
+  bool learnsCma_ = false;     // the current call is one the learner counts
   DirectCall call_;
 };
 

@@ -1,0 +1,85 @@
+// Whether the one-pass CMA forms pay on this host, learned from the first calls that could take them.
+//
+// Why: a CMA form replaces the staged copies with kernel copies (process_vm_readv/writev), which pin the peer's
+// pages one by one. How that compares with a user-space copy is a property of the host (kernel, hypervisor, page
+// size), not of the arguments: one VM's kernel copies ran the 2-rank allreduce 1.2x faster than staging, another's
+// 2-4x slower at every size. No constant is right for both, so each communicator measures.
+//
+// How: per collective and size band (a power of two of input bytes per rank), in three steps, every decision taken
+// alike on every rank:
+//   - A band with a decided band of the same collective within kNeighbourBands starts from that band's verdict (a
+//     sweep of sizes pays the trial once). Otherwise its calls run CMA, CMA, staged, staged, staged, CMA, CMA, and
+//     each rank votes for the form whose two counted calls took less time together. Not counted: the first (cold)
+//     and the first after each switch of form, which pays for the switch (the waits' spin budget adapts to the form
+//     before); the counted calls (1 and 6 against 3 and 4) are mirrored, which cancels a steady drift such as the
+//     first calls after a pause running slower on a VM.
+//   - A vote is offered on the next eligible call: a CMA form runs only when every rank offers it (describeCall), so
+//     that call's outcome, which every rank sees alike, is the agreed verdict.
+//   - The verdict is provisional until call kConfirmCall of the band, which runs the other form once; a second vote
+//     (its time against the mean of the two calls before it) settles the band for good. A short run never gets
+//     that far and pays nothing; a long one pays one call.
+// Every rank counts the same calls (bands and eligibility come from arguments every rank shares), so no exchange
+// beyond the calls' own is needed. Bands are narrow because the crossover can move with size: a kernel copy's fixed
+// cost weighs at 8 KiB, its rate at 8 MiB.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+#include "exec/collective.hpp"
+
+namespace tern::shm {
+
+class CmaLearner {
+ public:
+  enum class Verdict { kUnknown, kUse, kAvoid };
+  static constexpr int kNeighbourBands = 3;  // a verdict carries to bands up to 8x larger or smaller
+  static constexpr int kConfirmCall = 32;    // the band's call that tries the other form once
+  // The quick trial's forms (true: CMA), call by call, and which calls count.
+  static constexpr int kQuickTrialCalls = 7;
+  static constexpr bool kQuickTrial[kQuickTrialCalls] = {true, true, false, false, false, true, true};
+  static constexpr bool kQuickTrialCounts[kQuickTrialCalls] = {false, true, false, true, true, false, true};
+
+  // enabled = false: every eligible call offers CMA and nothing is learned (TERN_SHM_CMA_LEARN=0).
+  explicit CmaLearner(bool enabled) : enabled_(enabled) {}
+
+  // Whether the learner decides for calls of coll at all: allreduce, allgather, broadcast and alltoall, whose sizes
+  // every rank knows alike.
+  static bool learns(Collective coll);
+
+  // Whether this rank offers the CMA form for an eligible call (one the size rules give to CMA) of coll with inBytes
+  // input bytes per rank. Call it exactly once per eligible call, in call order, then record() after the call.
+  bool offer(Collective coll, size_t inBytes);
+  // After an eligible call: whether the CMA form ran (every rank offered it) and this rank's seconds for the call.
+  // Returns what was decided by this call, for the log ("" when nothing was).
+  std::string record(Collective coll, size_t inBytes, bool ranCma, double seconds);
+  // The verdict for calls of coll with inBytes: the band's own, else a neighbour's (kUnknown when neither;
+  // identical on every rank).
+  Verdict verdict(Collective coll, size_t inBytes) const;
+  // kAvoid when every band of coll decided so far avoids CMA (at least one has), kUse when every one uses it,
+  // else kUnknown: for calls whose size differs between ranks (alltoallv follows alltoall).
+  Verdict overall(Collective coll) const;
+
+ private:
+  static constexpr int kBands = 64;  // floor(log2(input bytes per rank))
+  static constexpr int kCollectives = static_cast<int>(Collective::kCount);
+  struct Band {
+    int calls = 0;                             // eligible calls seen
+    double cmaSeconds = 0, stagedSeconds = 0;  // the quick trial's sums
+    double previous[2] = {0, 0};               // the last two calls' seconds, newest first
+    bool vote = true;                          // this rank's vote, offered on the call after a trial
+    Verdict agreed = Verdict::kUnknown;
+    bool settled = false;  // confirmed at kConfirmCall
+  };
+  static int bandIndex(size_t inBytes);
+  Band* bandOf(Collective coll, size_t inBytes);
+  const Band* bandOf(Collective coll, size_t inBytes) const;
+  Verdict neighbourVerdict(Collective coll, int band) const;
+  static void vote(Band& b, double cmaSeconds, double stagedSeconds);
+
+  bool enabled_;
+  std::array<Band, kBands * kCollectives> bands_{};
+};
+
+}  // namespace tern::shm

@@ -1,0 +1,110 @@
+// CmaLearner (src/algorithms/shm/cma_learner.hpp): the trial schedule, the vote, the agreement through the calls'
+// outcomes, bands inheriting a neighbour's verdict, and the late confirmation. The end-to-end path (ranks as
+// processes, the forms actually run) is covered by the shared-memory tests that run with the learner on by default.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "algorithms/shm/cma_learner.hpp"
+
+namespace tern::shm {
+namespace {
+
+using Verdict = CmaLearner::Verdict;
+constexpr size_t kMiB = size_t{1} << 20;
+
+// Runs one eligible call as a rank whose offer is the only one (a single rank's view, the outcome = its offer);
+// cmaUs / stagedUs: what each form takes. Returns whether CMA ran.
+bool call(CmaLearner& l, Collective c, size_t bytes, double cmaUs, double stagedUs) {
+  const bool cma = l.offer(c, bytes);
+  l.record(c, bytes, cma, (cma ? cmaUs : stagedUs) * 1e-6);
+  return cma;
+}
+
+TEST(CmaLearner, QuickTrialRunsTheMirroredScheduleThenKeepsTheFasterForm) {
+  CmaLearner l(true);
+  std::vector<bool> ran;
+  for (int i = 0; i < 10; ++i) ran.push_back(call(l, Collective::kAllReduce, 2 * kMiB, 900, 300));
+  const std::vector<bool> expected = {true, true, false, false, false, true, true, false, false, false};
+  EXPECT_EQ(ran, expected);
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, 2 * kMiB), Verdict::kAvoid);
+  // The same band (2-4 MiB) only; other collectives are untouched.
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, 3 * kMiB), Verdict::kAvoid);
+  EXPECT_EQ(l.verdict(Collective::kAllGather, 2 * kMiB), Verdict::kUnknown);
+}
+
+TEST(CmaLearner, AFasterCmaIsKept) {
+  CmaLearner l(true);
+  for (int i = 0; i < 7; ++i) call(l, Collective::kAllGather, kMiB, 100, 300);
+  EXPECT_TRUE(call(l, Collective::kAllGather, kMiB, 100, 300));
+  EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kUse);
+  EXPECT_EQ(l.overall(Collective::kAllGather), Verdict::kUse);
+}
+
+TEST(CmaLearner, TheSwitchCallsAndTheColdCallDoNotCount) {
+  // Calls 0, 2 and 5 (the cold one and the first after each switch) are slow whatever the form; the counted ones say
+  // CMA is faster.
+  CmaLearner l(true);
+  const std::vector<double> us = {5000, 100, 5000, 300, 300, 5000, 100};
+  for (double t : us) {
+    const bool cma = l.offer(Collective::kBroadcast, kMiB);
+    l.record(Collective::kBroadcast, kMiB, cma, t * 1e-6);
+  }
+  EXPECT_TRUE(l.offer(Collective::kBroadcast, kMiB));
+}
+
+TEST(CmaLearner, AnyRankVotingStagedMakesEveryRankStage) {
+  // Two ranks: rank 0 finds CMA faster, rank 1 staging. The vote's call runs CMA only if both offer it; both record
+  // the same outcome and agree.
+  CmaLearner r0(true), r1(true);
+  for (int i = 0; i < 7; ++i) {
+    const bool o0 = r0.offer(Collective::kAllReduce, kMiB), o1 = r1.offer(Collective::kAllReduce, kMiB);
+    ASSERT_EQ(o0, o1) << "the trial schedule must be the same on every rank (call " << i << ")";
+    r0.record(Collective::kAllReduce, kMiB, o0, (o0 ? 100 : 300) * 1e-6);
+    r1.record(Collective::kAllReduce, kMiB, o1, (o1 ? 300 : 100) * 1e-6);
+  }
+  const bool o0 = r0.offer(Collective::kAllReduce, kMiB), o1 = r1.offer(Collective::kAllReduce, kMiB);
+  EXPECT_TRUE(o0);
+  EXPECT_FALSE(o1);
+  const bool ran = o0 && o1;
+  r0.record(Collective::kAllReduce, kMiB, ran, 1e-4);
+  r1.record(Collective::kAllReduce, kMiB, ran, 1e-4);
+  EXPECT_EQ(r0.verdict(Collective::kAllReduce, kMiB), Verdict::kAvoid);
+  EXPECT_EQ(r1.verdict(Collective::kAllReduce, kMiB), Verdict::kAvoid);
+}
+
+TEST(CmaLearner, NearbyBandsStartFromADecidedNeighbourWithoutATrial) {
+  CmaLearner l(true);
+  for (int i = 0; i < 8; ++i) call(l, Collective::kAllReduce, kMiB, 900, 300);
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, 4 * kMiB), Verdict::kAvoid);     // two bands up: inherited
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB / 8), Verdict::kAvoid);     // three down
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB / 16), Verdict::kUnknown);  // four: too far
+  EXPECT_FALSE(call(l, Collective::kAllReduce, 4 * kMiB, 900, 300)) << "an inherited band runs no CMA trial";
+  EXPECT_EQ(l.overall(Collective::kAllReduce), Verdict::kAvoid);
+}
+
+TEST(CmaLearner, AProvisionalVerdictIsConfirmedOnceByTheOtherForm) {
+  CmaLearner l(true);
+  for (int i = 0; i < 8; ++i) call(l, Collective::kAllReduce, kMiB, 900, 300);  // decided: avoid
+  // A larger band inherits "avoid", but there CMA is faster: the confirming call finds it and switches.
+  std::vector<bool> ran;
+  for (int i = 0; i < CmaLearner::kConfirmCall + 4; ++i)
+    ran.push_back(call(l, Collective::kAllReduce, 4 * kMiB, 100, 300));
+  for (int i = 0; i < CmaLearner::kConfirmCall; ++i) EXPECT_FALSE(ran[i]) << i;
+  EXPECT_TRUE(ran[CmaLearner::kConfirmCall]);      // the trial of the other form
+  EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 1]);  // the vote
+  EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 3]);  // settled
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, 4 * kMiB), Verdict::kUse);
+  EXPECT_EQ(l.overall(Collective::kAllReduce), Verdict::kUnknown) << "bands disagree";
+}
+
+TEST(CmaLearner, OffLearnsNothingAndAlwaysOffers) {
+  CmaLearner l(false);
+  for (int i = 0; i < 50; ++i) EXPECT_TRUE(call(l, Collective::kAllReduce, kMiB, 900, 300));
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB), Verdict::kUnknown);
+  EXPECT_FALSE(CmaLearner::learns(Collective::kAlltoAllv));
+  EXPECT_FALSE(CmaLearner::learns(Collective::kReduce));
+}
+
+}  // namespace
+}  // namespace tern::shm
