@@ -77,8 +77,8 @@ TEST(CmaLearner, NearbyBandsStartFromADecidedNeighbourWithoutATrial) {
   CmaLearner l(true);
   for (int i = 0; i < 8; ++i) call(l, Collective::kAllReduce, kMiB, 900, 300);
   EXPECT_EQ(l.verdict(Collective::kAllReduce, 4 * kMiB), Verdict::kAvoid);     // two bands up: inherited
-  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB / 8), Verdict::kAvoid);     // three down
-  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB / 16), Verdict::kUnknown);  // four: too far
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB / 16), Verdict::kAvoid);    // four down
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB / 32), Verdict::kUnknown);  // five: too far
   EXPECT_FALSE(call(l, Collective::kAllReduce, 4 * kMiB, 900, 300)) << "an inherited band runs no CMA trial";
   EXPECT_EQ(l.overall(Collective::kAllReduce), Verdict::kAvoid);
 }

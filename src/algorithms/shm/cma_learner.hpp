@@ -34,7 +34,7 @@ namespace tern::shm {
 class CmaLearner {
  public:
   enum class Verdict { kUnknown, kUse, kAvoid };
-  static constexpr int kNeighbourBands = 3;  // a verdict carries to bands up to 8x larger or smaller
+  static constexpr int kNeighbourBands = 4;  // a verdict carries to bands up to 16x larger or smaller
   static constexpr int kConfirmCall = 32;    // the band's call that tries the other form once
   // The quick trial's forms (true: CMA), call by call, and which calls count.
   static constexpr int kQuickTrialCalls = 7;
