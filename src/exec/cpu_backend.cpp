@@ -1,6 +1,7 @@
 // The CPU compute backend: today's kernels behind the ComputeBackend interface.
 #include <cstring>
 
+#include "base/copy_bytes.hpp"
 #include "base/dtype.hpp"
 #include "base/error.hpp"
 #include "compress/codec.hpp"
@@ -23,7 +24,14 @@ class CpuBackend final : public ComputeBackend {
   }
 
   void copy(const MemRef& dst, const ConstMemRef& src) const override {
-    if (dst.data != src.data && dst.bytes > 0) std::memmove(dst.data, src.data, dst.bytes);
+    if (dst.data == src.data || dst.bytes == 0) return;
+    const auto* d = static_cast<const char*>(dst.data);
+    const auto* s = static_cast<const char*>(src.data);
+    if (d + dst.bytes <= s || s + dst.bytes <= d) {
+      copyBytes(dst.data, src.data, dst.bytes);
+    } else {
+      std::memmove(dst.data, src.data, dst.bytes);  // overlapping ranges
+    }
   }
 
   void finalizeAverage(const MemRef& dst, ternDataType_t dtype, int divisor) const override {

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "algorithms/shm/direct_call.hpp"
+#include "base/copy_bytes.hpp"
 
 namespace tern::shm {
 
@@ -16,7 +17,7 @@ void cmaAllGather(DirectCall& c) {
   const int n = c.n, me = c.rank;
   const size_t block = a.count * c.esize;
   char* own = c.out + static_cast<size_t>(me) * block;
-  if (own != c.in) std::memcpy(own, c.in, block);
+  if (own != c.in) copyBytes(own, c.in, block);
   for (int i = 1; i < n; ++i) {
     const int p = (me + i) % n;
     c.cmaReadPeer(p, c.out + static_cast<size_t>(p) * block, c.peerInAddr[p], block, "input");

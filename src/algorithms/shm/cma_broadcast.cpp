@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "algorithms/shm/direct_call.hpp"
+#include "base/copy_bytes.hpp"
 
 namespace tern::shm {
 
@@ -32,7 +33,7 @@ void cmaBroadcast(DirectCall& c) {
   size_t lead = rootInPlace ? bytes / static_cast<size_t>(n) / kLeadAlign * kLeadAlign : 0;
   if (lead < kMinLeadBytes) lead = 0;
   if (me == root) {
-    if (c.out != c.in) std::memcpy(c.out, c.in, bytes);
+    if (c.out != c.in) copyBytes(c.out, c.in, bytes);
     for (int i = 1; lead > 0 && i < n; ++i) {
       const int p = (me + i) % n;
       c.cmaWritePeer(p, c.peerOutAddr[p], c.in, lead, "output");

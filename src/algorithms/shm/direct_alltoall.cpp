@@ -27,6 +27,7 @@
 
 #include "algorithms/shm/alltoall_balance.hpp"
 #include "algorithms/shm/direct_call.hpp"
+#include "base/copy_bytes.hpp"
 #include "base/dtype.hpp"
 #include "base/error.hpp"
 
@@ -136,7 +137,7 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
     if (lo < hi) {
       std::vector<char>& scratch = inPlaceScratch();
       if (scratch.size() < (hi - lo) * e) scratch.resize((hi - lo) * e);
-      std::memcpy(scratch.data(), c.in + lo * e, (hi - lo) * e);
+      copyBytes(scratch.data(), c.in + lo * e, (hi - lo) * e);
       src = scratch.data();
       srcBase = lo;
     }
@@ -160,7 +161,7 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
     table[q] = ExchangeEntry{bytes, recvCount(a, q) * e, reinterpret_cast<uint64_t>(blockFor(q)),
                              reinterpret_cast<uint64_t>(c.out + recvDispl(a, q) * e)};
     if (inlineMine && q != me && bytes > 0) {
-      std::memcpy(packed, blockFor(q), bytes);
+      copyBytes(packed, blockFor(q), bytes);
       packed += bytes;
     }
   }
@@ -248,12 +249,12 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
       for (int q = 0; q < me; ++q) {
         if (q != p) offset += t[q].sendBytes;
       }
-      if (bytes > 0) std::memcpy(dst, c.stage(p, g0) + offset, bytes);
+      if (bytes > 0) copyBytes(dst, c.stage(p, g0) + offset, bytes);
     } else if (onePass && bytes > 0) {
       const size_t from = pushedOf(p, me);
       if (from < bytes) {
         if (c.mesh->peer(p).sameProcess) {
-          std::memcpy(dst + from, reinterpret_cast<const char*>(t[me].addr) + from, bytes - from);
+          copyBytes(dst + from, reinterpret_cast<const char*>(t[me].addr) + from, bytes - from);
         } else {
           c.cmaReadPeer(p, dst + from, t[me].addr + from, bytes - from, "alltoall input");
         }
@@ -267,7 +268,7 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
       if (part == 0) continue;
       const uint64_t to = tableOf(c, q, g0)[me].recvAddr;
       if (c.mesh->peer(q).sameProcess) {
-        std::memcpy(reinterpret_cast<char*>(to), blockFor(q), part);
+        copyBytes(reinterpret_cast<char*>(to), blockFor(q), part);
       } else {
         c.cmaWritePeer(q, to, blockFor(q), part, "alltoall output");
       }
@@ -287,7 +288,7 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
       for (int q = 0; q < n; ++q) {
         const size_t bytes = sendCount(a, q) * e;
         if (q != me && begin < bytes) {
-          std::memcpy(region + static_cast<size_t>(q) * piece, blockFor(q) + begin, std::min(piece, bytes - begin));
+          copyBytes(region + static_cast<size_t>(q) * piece, blockFor(q) + begin, std::min(piece, bytes - begin));
         }
       }
     }
@@ -298,8 +299,8 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
       const size_t bytes = recvCount(a, p) * e;  // checked equal to what p sends
       if (begin >= bytes) continue;
       c.wait(p, &RankControl::in, g + 1, "alltoall staged block");
-      std::memcpy(c.out + recvDispl(a, p) * e + begin, c.stage(p, g) + static_cast<size_t>(me) * piece,
-                  std::min(piece, bytes - begin));
+      copyBytes(c.out + recvDispl(a, p) * e + begin, c.stage(p, g) + static_cast<size_t>(me) * piece,
+                std::min(piece, bytes - begin));
     }
     c.post(&RankControl::done, g + 1);
   }

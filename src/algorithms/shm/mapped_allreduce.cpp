@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "algorithms/shm/direct_call.hpp"
+#include "base/copy_bytes.hpp"
 #include "transport/shm/stream_copy.hpp"
 
 namespace tern::shm {
@@ -43,7 +44,7 @@ void mappedAllReduce(DirectCall& c) {
       if (stream && c.peerOut[p] != c.peerIn[p]) {
         streamCopy(c.peerOut[p] + off * e, result, m * e);
       } else {
-        std::memcpy(c.peerOut[p] + off * e, result, m * e);
+        copyBytes(c.peerOut[p] + off * e, result, m * e);
       }
     }
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "algorithms/shm/direct_call.hpp"
+#include "base/copy_bytes.hpp"
 #include "transport/shm/stream_copy.hpp"
 
 namespace tern::shm {
@@ -18,7 +19,7 @@ void pipelinedAllGather(DirectCall& c) {
     uint32_t g = c.chunkBase + j;
     if (c.inStaged) {
       c.acquireSlot(g);
-      std::memcpy(c.stage(me, g), c.in + c.chunkBegin(j) * e, (c.chunkEnd(j) - c.chunkBegin(j)) * e);
+      copyBytes(c.stage(me, g), c.in + c.chunkBegin(j) * e, (c.chunkEnd(j) - c.chunkBegin(j)) * e);
     }
     c.post(&RankControl::in, g + 1);
   };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "algorithms/shm/direct_call.hpp"
+#include "base/copy_bytes.hpp"
 #include "transport/shm/stream_copy.hpp"
 
 namespace tern::shm {
@@ -34,8 +35,8 @@ void pipelinedAllReduce(DirectCall& c) {
       const size_t lo = sliceBegin(len, me, n, e), hi = sliceBegin(len, me + 1, n, e);
       const char* src = c.in + begin * e;
       char* dst = c.stage(me, g);
-      std::memcpy(dst, src, lo * e);
-      std::memcpy(dst + hi * e, src + hi * e, (len - hi) * e);
+      copyBytes(dst, src, lo * e);
+      copyBytes(dst + hi * e, src + hi * e, (len - hi) * e);
     }
     c.post(&RankControl::in, g + 1);
   };

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "algorithms/shm/direct_call.hpp"
+#include "base/copy_bytes.hpp"
 #include "transport/shm/stream_copy.hpp"
 
 namespace tern::shm {
@@ -15,7 +16,7 @@ void pipelinedBroadcast(DirectCall& c) {
     uint32_t g = c.chunkBase + j;
     if (c.inStaged) {
       c.acquireSlot(g);
-      std::memcpy(c.stage(me, g), c.in + c.chunkBegin(j) * e, (c.chunkEnd(j) - c.chunkBegin(j)) * e);
+      copyBytes(c.stage(me, g), c.in + c.chunkBegin(j) * e, (c.chunkEnd(j) - c.chunkBegin(j)) * e);
     }
     c.post(&RankControl::in, g + 1);
   };

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "algorithms/shm/direct_call.hpp"
+#include "base/copy_bytes.hpp"
 #include "transport/shm/stream_copy.hpp"
 
 namespace tern::shm {
@@ -24,8 +25,8 @@ void pipelinedReduce(DirectCall& c) {
     if (c.inStaged) {
       const size_t begin = c.chunkBegin(j), len = c.chunkEnd(j) - begin;
       const size_t lo = sliceBegin(len, me, n, e), hi = sliceBegin(len, me + 1, n, e);
-      std::memcpy(c.stage(me, g), c.in + begin * e, lo * e);
-      std::memcpy(c.stage(me, g) + hi * e, c.in + (begin + hi) * e, (len - hi) * e);
+      copyBytes(c.stage(me, g), c.in + begin * e, lo * e);
+      copyBytes(c.stage(me, g) + hi * e, c.in + (begin + hi) * e, (len - hi) * e);
     }
     c.post(&RankControl::in, g + 1);
   };

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "algorithms/shm/direct_call.hpp"
+#include "base/copy_bytes.hpp"
 
 namespace tern::shm {
 
@@ -23,7 +24,7 @@ void pipelinedReduceScatter(DirectCall& c) {
       c.acquireSlot(g);
       const size_t begin = c.chunkBegin(j) * e, len = (c.chunkEnd(j) - c.chunkBegin(j)) * e;
       for (int q = 0; q < n; ++q) {
-        if (q != me) std::memcpy(c.stage(me, g) + q * stride, c.in + q * block + begin, len);
+        if (q != me) copyBytes(c.stage(me, g) + q * stride, c.in + q * block + begin, len);
       }
     }
     c.post(&RankControl::in, g + 1);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "algorithms/shm/direct_call.hpp"
+#include "base/copy_bytes.hpp"
 #include "base/dtype.hpp"
 
 namespace tern::shm {
@@ -46,7 +47,7 @@ void smallCollective(DirectCall& c, uint32_t seq) {
   }
   SmallLine& line = c.ctrl(me).small[half];
   const bool contributes = a.coll != Collective::kBroadcast || me == a.root;
-  if (contributes && bytes > 0) std::memcpy(inlined ? line.payload : c.mesh->small(me, half), c.in, bytes);
+  if (contributes && bytes > 0) copyBytes(inlined ? line.payload : c.mesh->small(me, half), c.in, bytes);
   line.argsKey = key;
   line.count = a.count;
   c.postWord(line.seq, seq);
@@ -82,11 +83,11 @@ void smallCollective(DirectCall& c, uint32_t seq) {
     case Collective::kAllGather:
       for (int p = 0; p < n; ++p) {
         char* dst = c.out + blockBytes * static_cast<size_t>(p);
-        if (blockBytes > 0) std::memcpy(dst, data[p], blockBytes);
+        if (blockBytes > 0) copyBytes(dst, data[p], blockBytes);
       }
       break;
     case Collective::kBroadcast:
-      if (blockBytes > 0) std::memcpy(c.out, data[a.root], blockBytes);
+      if (blockBytes > 0) copyBytes(c.out, data[a.root], blockBytes);
       break;
     default:
       break;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/copy_bytes.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "transport/shm/futex.hpp"
@@ -91,7 +92,7 @@ int ShmTransport::pushSends(int peer, PeerState& s) {
       h->kind = op.started ? SlotKind::kMore : SlotKind::kFirst;
       h->bytes = static_cast<uint32_t>(chunk);
       h->msgBytes = op.bytes;
-      if (chunk > 0) std::memcpy(slot + sizeof(SlotHeader), op.data + op.offset, chunk);
+      if (chunk > 0) copyBytes(slot + sizeof(SlotHeader), op.data + op.offset, chunk);
       op.offset += chunk;
       op.started = true;
       if (op.offset == op.bytes) {
@@ -126,7 +127,7 @@ void ShmTransport::copyRendezvous(int peer, RecvOp& r, const SlotHeader& h) {
   while (r.offset < r.bytes) {
     size_t piece = std::min(kRendezvousPiece, r.bytes - r.offset);
     if (v.sameProcess) {
-      std::memcpy(r.data + r.offset, reinterpret_cast<const char*>(h.addr) + r.offset, piece);
+      copyBytes(r.data + r.offset, reinterpret_cast<const char*>(h.addr) + r.offset, piece);
     } else if (!cmaRead(v.pid, r.data + r.offset, h.addr + r.offset, piece)) {
       int err = errno;
       if (dog_->peerGone(peer)) {
@@ -183,7 +184,7 @@ int ShmTransport::pullRecvs(int peer, PeerState& s) {
     if (h.kind == SlotKind::kRendezvous) {
       readRendezvous(peer, *ring, s.tail, r, h);
     } else {
-      if (h.bytes > 0) std::memcpy(r.data + r.offset, slot + sizeof(SlotHeader), h.bytes);
+      if (h.bytes > 0) copyBytes(r.data + r.offset, slot + sizeof(SlotHeader), h.bytes);
       r.offset += h.bytes;
     }
     ++s.tail;

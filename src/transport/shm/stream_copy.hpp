@@ -8,6 +8,8 @@
 
 #include <cstddef>
 
+#include "base/copy_bytes.hpp"
+
 namespace tern::shm {
 
 // Outputs at least this large are written with streaming stores (8 MiB: well past the L2 of a core; tests lower it
@@ -20,8 +22,8 @@ void streamCopy(void* dst, const void* src, size_t bytes);
 inline void copyOut(void* dst, const void* src, size_t bytes, bool streaming) {
   if (streaming) {
     streamCopy(dst, src, bytes);
-  } else if (bytes > 0) {
-    __builtin_memcpy(dst, src, bytes);
+  } else {
+    copyBytes(dst, src, bytes);
   }
 }
 
