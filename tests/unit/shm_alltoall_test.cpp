@@ -379,6 +379,13 @@ TEST(ShmAlltoAllChild, DISABLED_ProcessRankRunsTheForcedForm) {
       EXPECT_EQ(shm::alltoallPushesForTesting() - pushes,
                 expectedPushes(rank, 2, 100000, false) + expectedPushes(rank, 2, 100000, true));
     }
+    if (std::getenv("SHM_ALLTOALL_TEST_EXPECT_STAGED") != nullptr) {
+      // A rank of the host reported slow kernel copies at setup: every rank starts staged, none runs a CMA trial.
+      EXPECT_EQ(runs(ShmAlgorithm::kCma), 0u);
+      EXPECT_EQ(runs(ShmAlgorithm::kPipelined), 4u);
+      ternCommDestroy(comm);
+      return;
+    }
     if (runs(ShmAlgorithm::kCma) == 0) {
       EXPECT_EQ(runs(ShmAlgorithm::kPipelined), 4u);
       std::fprintf(stderr, "CMA unavailable between the ranks: the staged form ran\n");
@@ -425,13 +432,16 @@ TEST(ShmAlltoAll, ThreadRanksRunEachForcedForm) {
   }
 }
 
-std::vector<int> runProcessPair(const std::vector<std::string>& env) {
+// perRank: extra variables for rank 0 and rank 1.
+std::vector<int> runProcessPair(const std::vector<std::string>& env,
+                                const std::vector<std::vector<std::string>>& perRank = {{}, {}}) {
   ternUniqueId id;
   EXPECT_EQ(ternGetUniqueId(&id), ternSuccess);
   const std::string hex = testing::uniqueIdToHex(id);
   std::vector<pid_t> pids;
   for (int r = 0; r < 2; ++r) {
     std::vector<std::string> e = env;
+    e.insert(e.end(), perRank[r].begin(), perRank[r].end());
     e.push_back("SHM_ALLTOALL_TEST_RANK=" + std::to_string(r));
     e.push_back("SHM_ALLTOALL_TEST_ID=" + hex);
     pids.push_back(spawnChild("DISABLED_ProcessRankRunsTheForcedForm", e));
@@ -444,13 +454,23 @@ std::vector<int> runProcessPair(const std::vector<std::string>& env) {
 TEST(ShmAlltoAll, ProcessRanksReadByCma) {
   if (!shm::kAlltoAllDispatched) GTEST_SKIP() << "DirectCollectives does not dispatch all-to-all yet";
   for (const bool forced : {false, true}) {
-    std::vector<std::string> env;
+    // The default form where CMA is taken: not left to what the learner finds on this host.
+    std::vector<std::string> env = {"TERN_SHM_CMA_LEARN=0"};
     if (forced) env = {"TERN_ALGO=alltoall:shm_cma;alltoallv:shm_cma", "SHM_ALLTOALL_TEST_FORCED=shm_cma"};
     const std::vector<int> codes = runProcessPair(env);
     if (codes[0] == kSkipExit && codes[1] == kSkipExit) GTEST_SKIP() << "CMA between processes refused on this host";
     EXPECT_EQ(codes[0], 0) << (forced ? "forced" : "default");
     EXPECT_EQ(codes[1], 0) << (forced ? "forced" : "default");
   }
+}
+
+TEST(ShmAlltoAll, OneRankWithSlowKernelCopiesMakesEveryRankStage) {
+  if (!shm::kAlltoAllDispatched) GTEST_SKIP() << "DirectCollectives does not dispatch all-to-all yet";
+  // Rank 0 reports slow kernel copies, rank 1 fast ones: the setup handshake makes both start staged.
+  const std::vector<int> codes = runProcessPair({"SHM_ALLTOALL_TEST_EXPECT_STAGED=1"},
+                                                {{"TERN_SHM_KERNEL_COPY_RATIO=0.1"}, {"TERN_SHM_KERNEL_COPY_RATIO=1"}});
+  EXPECT_EQ(codes[0], 0);
+  EXPECT_EQ(codes[1], 0);
 }
 
 TEST(ShmAlltoAll, ForcedFormsThatCannotRunFailNamingWhy) {

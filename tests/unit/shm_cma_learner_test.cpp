@@ -1,6 +1,7 @@
 // CmaLearner (src/algorithms/shm/cma_learner.hpp): the trial schedule, the vote, the agreement through the calls'
-// outcomes, bands inheriting a neighbour's verdict, and the late confirmation. The end-to-end path (ranks as
-// processes, the forms actually run) is covered by the shared-memory tests that run with the learner on by default.
+// outcomes, bands inheriting a neighbour's verdict, the host's prior, and the late confirmation. The end-to-end path
+// (ranks as processes, the forms actually run) is covered by the shared-memory tests that run with the learner on by
+// default.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -96,6 +97,21 @@ TEST(CmaLearner, AProvisionalVerdictIsConfirmedOnceByTheOtherForm) {
   EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 3]);  // settled
   EXPECT_EQ(l.verdict(Collective::kAllReduce, 4 * kMiB), Verdict::kUse);
   EXPECT_EQ(l.overall(Collective::kAllReduce), Verdict::kUnknown) << "bands disagree";
+}
+
+TEST(CmaLearner, SlowKernelCopiesStartEveryBandAvoidedAndOnlyTheConfirmingCallTriesCma) {
+  CmaLearner l(true, /*startAvoided=*/true);
+  EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kAvoid);
+  EXPECT_EQ(l.overall(Collective::kAlltoAll), Verdict::kAvoid) << "alltoallv follows the host's prior too";
+  std::vector<bool> ran;
+  for (int i = 0; i < CmaLearner::kConfirmCall + 3; ++i) ran.push_back(call(l, Collective::kAllReduce, kMiB, 900, 300));
+  for (int i = 0; i < CmaLearner::kConfirmCall; ++i) EXPECT_FALSE(ran[i]) << "no trial on call " << i;
+  EXPECT_TRUE(ran[CmaLearner::kConfirmCall]);
+  EXPECT_FALSE(ran[CmaLearner::kConfirmCall + 1]) << "staging stays faster";
+  EXPECT_FALSE(ran[CmaLearner::kConfirmCall + 2]);
+  // Where CMA turns out faster after all, the confirming call finds it.
+  for (int i = 0; i <= CmaLearner::kConfirmCall + 1; ++i) call(l, Collective::kBroadcast, 64 * kMiB, 100, 300);
+  EXPECT_EQ(l.verdict(Collective::kBroadcast, 64 * kMiB), Verdict::kUse);
 }
 
 TEST(CmaLearner, OffLearnsNothingAndAlwaysOffers) {

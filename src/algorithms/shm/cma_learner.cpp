@@ -1,7 +1,6 @@
 #include "algorithms/shm/cma_learner.hpp"
 
 #include <bit>
-#include <cstdlib>
 
 #include "base/error.hpp"
 
@@ -33,7 +32,7 @@ CmaLearner::Verdict CmaLearner::neighbourVerdict(Collective coll, int band) cons
       if (v != Verdict::kUnknown) return v;
     }
   }
-  return Verdict::kUnknown;
+  return startAvoided_ ? Verdict::kAvoid : Verdict::kUnknown;
 }
 
 void CmaLearner::vote(Band& b, double cmaSeconds, double stagedSeconds) {
@@ -76,7 +75,7 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
     b->agreed = outcome;
     return format(
         "%s of %zu+ bytes per rank: CMA %s (trial: CMA %.1f us, staged %.1f us over two calls each; "
-        "confirmed at call %d)",
+        "to be confirmed at call %d)",
         collectiveName(coll), size_t{1} << bandIndex(inBytes), ranCma ? "used" : "avoided", b->cmaSeconds * 1e6,
         b->stagedSeconds * 1e6, kConfirmCall);
   }
@@ -111,6 +110,7 @@ CmaLearner::Verdict CmaLearner::overall(Collective coll) const {
     use = use || v == Verdict::kUse;
     avoid = avoid || v == Verdict::kAvoid;
   }
+  if (!use && !avoid) return startAvoided_ ? Verdict::kAvoid : Verdict::kUnknown;
   if (use == avoid) return Verdict::kUnknown;
   return use ? Verdict::kUse : Verdict::kAvoid;
 }

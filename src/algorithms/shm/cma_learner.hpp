@@ -5,8 +5,10 @@
 // size), not of the arguments: one VM's kernel copies ran the 2-rank allreduce 1.2x faster than staging, another's
 // 2-4x slower at every size. No constant is right for both, so each communicator measures.
 //
-// How: per collective and size band (a power of two of input bytes per rank), in three steps, every decision taken
-// alike on every rank:
+// How: where some rank of the host measured its kernel copies well under memcpy's rate at setup
+// (Mesh::kernelCopiesSlow), every band starts avoided, as if decided, and only the confirming call below tries CMA;
+// a short run then pays no trial. Otherwise per collective and size band (a power of two of input bytes per rank),
+// in three steps, every decision taken alike on every rank:
 //   - A band with a decided band of the same collective within kNeighbourBands starts from that band's verdict (a
 //     sweep of sizes pays the trial once). Otherwise its calls run CMA, CMA, staged, staged, staged, CMA, CMA, and
 //     each rank votes for the form whose two counted calls took less time together. Not counted: the first (cold)
@@ -42,7 +44,9 @@ class CmaLearner {
   static constexpr bool kQuickTrialCounts[kQuickTrialCalls] = {false, true, false, true, true, false, true};
 
   // enabled = false: every eligible call offers CMA and nothing is learned (TERN_SHM_CMA_LEARN=0).
-  explicit CmaLearner(bool enabled) : enabled_(enabled) {}
+  // startAvoided: a band with no decided neighbour starts from kAvoid instead of a trial (kernel copies measured
+  // slow on this host; the same value on every rank).
+  explicit CmaLearner(bool enabled, bool startAvoided = false) : enabled_(enabled), startAvoided_(startAvoided) {}
 
   // Whether the learner decides for calls of coll at all: allreduce, allgather, broadcast and alltoall, whose sizes
   // every rank knows alike.
@@ -75,10 +79,12 @@ class CmaLearner {
   static int bandIndex(size_t inBytes);
   Band* bandOf(Collective coll, size_t inBytes);
   const Band* bandOf(Collective coll, size_t inBytes) const;
+  // The nearest decided band's verdict within kNeighbourBands, else the host's prior (kAvoid or kUnknown).
   Verdict neighbourVerdict(Collective coll, int band) const;
   static void vote(Band& b, double cmaSeconds, double stagedSeconds);
 
   bool enabled_;
+  bool startAvoided_;
   std::array<Band, kBands * kCollectives> bands_{};
 };
 

@@ -60,7 +60,7 @@ DirectCollectives::DirectCollectives(Mesh* mesh, Watchdog* dog, const SpinPolicy
       cmaBuf_(new char[kCmaBufferBytes]),
       mappings_(static_cast<size_t>(std::max(64, 4 * mesh->nranks()))),
       hugePages_(HugePageAdvisor::enabledByEnvironment()),
-      cmaLearner_(envFlag("SHM_CMA_LEARN", true)) {}
+      cmaLearner_(envFlag("SHM_CMA_LEARN", true), mesh->kernelCopiesSlow()) {}
 
 size_t DirectCollectives::chunkBytes(size_t bytes) const {
   // At least 8 chunks, so that staging, reduction and gather overlap across ranks even for mid-size messages, in
@@ -300,7 +300,7 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
   if (isAlltoAll(a.coll)) {  // direct_alltoall.cpp: its own table exchange decides the form, alike on every rank
     AlltoAllForms forms;
     forms.forced = plan.forced ? plan.algo : ShmAlgorithm::kNone;
-    forms.allowCma = plan.allowCma && !cmaAvoided(a);
+    forms.allowCma = plan.allowCma && (plan.forced || !cmaAvoided(a));  // a forced form overrides what was learned
     learnsCma_ = !plan.forced && a.coll == Collective::kAlltoAll && cmaSizeAdmits(a, plan);
     if (learnsCma_) forms.allowCma = cmaLearner_.offer(a.coll, shmInputBytes(a, c.n)) && forms.allowCma;
     forms.allowMapped = plan.allowMapped && gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto;

@@ -11,6 +11,7 @@
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "transport/shm/buffer_registry.hpp"
+#include "transport/shm/kernel_copy_probe.hpp"
 #include "transport/shm/process_identity.hpp"
 #include "transport/shm/segment_sweeper.hpp"
 #include "transport/shm/shm_wire.hpp"
@@ -25,6 +26,7 @@ using wire::Hello;
 using wire::kCma;
 using wire::kFd;
 using wire::kMapped;
+using wire::kSlowKernelCopies;
 
 std::string segmentName(const Secret& secret, int rank) {
   static std::atomic<uint32_t> counter{0};
@@ -71,6 +73,7 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
   PeerView& self = m->peers_[rank];
   bool ok = true;
   bool cmaEverywhere = false;          // Mesh::cmaBetweenAllRanks
+  bool slowKernelCopies = false;       // Mesh::kernelCopiesSlow
   std::vector<std::string> peerNames;  // announced by peers, valid names of this job
   try {
     // 1. Create, describe, announce. A rank that cannot create its segment (no /dev/shm, out of space) still takes
@@ -154,6 +157,12 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
       }
     }
     if (ok) outcome[rank] |= kMapped;
+    // The probe costs a fraction of a millisecond, once per process, and only where a peer process is read by CMA.
+    bool readsPeerProcess = false;
+    for (int p : m->localPeers_)
+      readsPeerProcess = readsPeerProcess || (!m->peers_[p].sameProcess && (outcome[p] & kCma));
+    if (readsPeerProcess && shm::kernelCopiesSlow()) outcome[rank] |= kSlowKernelCopies;
+    slowKernelCopies = (outcome[rank] & kSlowKernelCopies) != 0;
     setupKillPoint(rank, "mapped");
     auto outcomes = exchangeWithPeers(setup.tcp, rank, m->localPeers_, outcome.data(), outcome.size(), deadline,
                                       setup.abortFlag, "shared-memory setup");
@@ -176,6 +185,7 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
       int p = m->localPeers_[i];
       const std::vector<uint8_t> theirs = wire::decodeOutcomes(outcomes[i].data(), outcomes[i].size(), n, p);
       if (!(theirs[p] & kMapped)) ok = false;
+      slowKernelCopies = slowKernelCopies || (theirs[p] & kSlowKernelCopies) != 0;
       cmaEverywhere = cmaEverywhere && (theirs[rank] & kCma) != 0;
       for (int q : m->localPeers_) cmaEverywhere = cmaEverywhere && (q == p || (theirs[q] & kCma) != 0);
       PeerView& v = m->peers_[p];
@@ -199,6 +209,7 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
     return nullptr;
   }
   m->cmaBetweenAllRanks_ = cmaEverywhere;
+  m->kernelCopiesSlow_ = slowKernelCopies;
   m->peersMapMyBuffers_ = true;
   for (int p : m->localPeers_) m->peersMapMyBuffers_ &= m->peers_[p].fdTo;
   int cma = 0, sameProcess = 0;
@@ -208,8 +219,9 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
   }
   TERN_LOG(kInfo, kShm, rank,
            "shared memory with %zu same-host peers (%d in this process, CMA from %d, registered "
-           "buffers %s), segment %zu KiB",
+           "buffers %s; kernel copies at %.2fx memcpy here%s), segment %zu KiB",
            m->localPeers_.size(), sameProcess, cma, m->peersMapMyBuffers_ ? "zero-copy" : "staged",
+           cma > 0 ? kernelCopyRatio() : 0.0, slowKernelCopies ? ", slow on this host: CMA starts avoided" : "",
            layout.totalBytes / 1024);
   return m;
 }

@@ -55,6 +55,9 @@ class Mesh {
   // reported at setup, so every rank of the host holds the same value and may base a choice that all of them must
   // make alike on it.
   bool cmaBetweenAllRanks() const { return cmaBetweenAllRanks_; }
+  // Some rank of this host found its kernel copies (process_vm_readv) under kSlowKernelCopyRatio of memcpy's rate at
+  // setup (kernel_copy_probe.hpp). From every rank's report, so alike on every rank of the host.
+  bool kernelCopiesSlow() const { return kernelCopiesSlow_; }
 
   RankControl& ctrl(int p) { return *peers_[p].ctrl; }
   char* base(int p) { return peers_[p].segment.data(); }
@@ -88,6 +91,7 @@ class Mesh {
   std::vector<int> localPeers_;
   bool peersMapMyBuffers_ = false;  // every same-host peer reads this rank's registered buffers in place (logged)
   bool cmaBetweenAllRanks_ = false;
+  bool kernelCopiesSlow_ = false;
 };
 
 }  // namespace tern::shm

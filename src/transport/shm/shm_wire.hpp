@@ -32,8 +32,10 @@ enum OutcomeBits : uint8_t {
   kMapped = 1,  // mapped and validated (for the sender's own entry: everything it needed succeeded)
   kCma = 2,     // can process_vm_readv from that rank
   kFd = 4,      // can open that rank's memfds
+  // The sender's own entry only: its kernel copies ran under kSlowKernelCopyRatio of memcpy (kernel_copy_probe.hpp).
+  kSlowKernelCopies = 8,
 };
-inline constexpr uint8_t kOutcomeMask = kMapped | kCma | kFd;
+inline constexpr uint8_t kOutcomeMask = kMapped | kCma | kFd | kSlowKernelCopies;
 
 // A segment name as tern makes them (mesh.cpp: "/tern-<job tag>-r<rank>-p<pid>-<n>"): a leading slash, then only
 // [A-Za-z0-9-], so that no peer can point shm_open at another path.
