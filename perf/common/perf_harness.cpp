@@ -499,6 +499,16 @@ class RankRunner {
     long long totalWrong = 0;
     double busSum = 0;
     int busCount = 0;
+    // Buffers for the largest size up front, as nccl-tests allocates its device buffers (and the baseline drivers
+    // theirs): a buffer allocated per size would be fresh memory at each size's first calls, and memory whose pages
+    // were first touched a moment ago copies slower for a while on some virtual machines (the host backs it lazily),
+    // which a short run would report as the library's.
+    if (o_.minBytes <= o_.maxBytes) {
+      const Layout largest = spec_.layout(spec_.roundCount(o_.maxBytes / typeSize(o_.dtype), n_), n_, rank_);
+      const size_t e = typeSize(o_.dtype), guard = UncompressedCheck::kGuardElems;
+      sendBuf_.ensure((largest.sendElems + guard) * e, o_.registered);
+      recvBuf_.ensure((largest.recvElems + guard) * e, o_.registered);
+    }
     for (size_t size = o_.minBytes; size <= o_.maxBytes;) {
       size_t count = spec_.roundCount(size / typeSize(o_.dtype), n_);
       for (ternRedOp_t op : o_.ops) {
