@@ -44,14 +44,15 @@ using Clock = std::chrono::steady_clock;
 // ternMemAlloc memory that same-host peers map, so the intra-node collectives read it in place instead of staging it
 // through shared memory.
 struct Buffer {
-  char* p = nullptr;
+  char* p = nullptr;  // the allocation
+  size_t offset = 0;  // where the buffer starts in it (--buffer-offset)
   size_t bytes = 0;
   bool registered = false;
   Buffer() = default;
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() { release(); }
-  char* get() const { return p; }
+  char* get() const { return p + offset; }
   void release() {
     if (p == nullptr) return;
     if (registered) {
@@ -62,10 +63,11 @@ struct Buffer {
     p = nullptr;
     bytes = 0;
   }
-  void ensure(size_t b, bool useTernMem) {
-    if (b <= bytes && useTernMem == registered) return;
+  void ensure(size_t b, bool useTernMem, size_t startOffset) {
+    if (b <= bytes && useTernMem == registered && startOffset == offset) return;
     release();
-    size_t rounded = (std::max<size_t>(b, 64) + 4095) & ~static_cast<size_t>(4095);
+    offset = startOffset;
+    size_t rounded = (std::max<size_t>(b, 64) + startOffset + 4095) & ~static_cast<size_t>(4095);
     registered = useTernMem;
     if (registered) {
       void* q = nullptr;
@@ -78,7 +80,7 @@ struct Buffer {
     } else {
       p = allocateHostBuffer(rounded).release();  // as the baseline drivers allocate (host_buffer.hpp)
     }
-    bytes = rounded;
+    bytes = rounded - startOffset;
   }
 };
 
@@ -422,8 +424,8 @@ class RankRunner {
     Layout l = spec_.layout(count, n_, rank_);
     size_t e = typeSize(o_.dtype);
     const size_t guard = UncompressedCheck::kGuardElems;  // the check's guard past each buffer
-    sendBuf_.ensure((l.sendElems + guard) * e, o_.registered);
-    recvBuf_.ensure((l.recvElems + guard) * e, o_.registered);
+    sendBuf_.ensure((l.sendElems + guard) * e, o_.registered, o_.bufferOffset);
+    recvBuf_.ensure((l.recvElems + guard) * e, o_.registered, o_.bufferOffset);
     void* recv = recvBuf_.get();
     const void* send = inPlace ? static_cast<char*>(recv) + l.inPlaceSendOffset * e : sendBuf_.get();
     Measured m;
@@ -506,8 +508,8 @@ class RankRunner {
     if (o_.minBytes <= o_.maxBytes) {
       const Layout largest = spec_.layout(spec_.roundCount(o_.maxBytes / typeSize(o_.dtype), n_), n_, rank_);
       const size_t e = typeSize(o_.dtype), guard = UncompressedCheck::kGuardElems;
-      sendBuf_.ensure((largest.sendElems + guard) * e, o_.registered);
-      recvBuf_.ensure((largest.recvElems + guard) * e, o_.registered);
+      sendBuf_.ensure((largest.sendElems + guard) * e, o_.registered, o_.bufferOffset);
+      recvBuf_.ensure((largest.recvElems + guard) * e, o_.registered, o_.bufferOffset);
     }
     for (size_t size = o_.minBytes; size <= o_.maxBytes;) {
       size_t count = spec_.roundCount(size / typeSize(o_.dtype), n_);

@@ -63,6 +63,9 @@ PerfOptions parsePerfOptions(int argc, char** argv, const char* binaryName, bool
   app.add_flag("-I,--iter-stats", o.iterStats, "report per-iteration min/max/p99 times");
   app.add_flag("-R,--registered", o.registered,
                "allocate buffers with ternMemAlloc (peers on this host read them in place)");
+  app.add_option("--buffer-offset", o.bufferOffset,
+                 "start every buffer this many bytes past its aligned allocation (16: where malloc puts large blocks)")
+      ->check(CLI::Range(0, 4095));
   app.add_option("-t,--nthreads", o.threads, "ranks as threads of this process (when not started by a launcher)")
       ->check(CLI::PositiveNumber);
   int ignored = 1;

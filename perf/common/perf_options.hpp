@@ -29,6 +29,7 @@ struct PerfOptions {
   std::string compress;
   bool iterStats = false;
   bool registered = false;  // -R: buffers from ternMemAlloc (zero-copy between same-host ranks)
+  size_t bufferOffset = 0;  // --buffer-offset: buffers start this many bytes past an aligned allocation
   int threads = 1;
 };
 
