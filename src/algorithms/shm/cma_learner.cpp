@@ -47,7 +47,10 @@ void CmaLearner::vote(Band& b, double cmaSeconds, double stagedSeconds) {
 bool CmaLearner::offer(Collective coll, size_t inBytes) {
   Band* b = bandOf(coll, inBytes);
   if (b == nullptr) return true;  // not learned here
-  if (b->calls == 0 && b->agreed == Verdict::kUnknown) b->agreed = neighbourVerdict(coll, bandIndex(inBytes));
+  if (b->calls == 0 && b->agreed == Verdict::kUnknown) {
+    b->agreed = neighbourVerdict(coll, bandIndex(inBytes));
+    refreshOverall(coll);
+  }
   const int i = b->calls;
   if (b->agreed == Verdict::kUnknown) {
     if (i < kQuickTrialCalls) return kQuickTrial[i];
@@ -73,6 +76,7 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
     // The vote's call (or later: until every rank's buffers let CMA run, a peer's may have ruled it out).
     if (i < kQuickTrialCalls) return "";
     b->agreed = outcome;
+    refreshOverall(coll);
     return format(
         "%s of %zu+ bytes per rank: CMA %s (trial: CMA %.1f us, staged %.1f us over two calls each; "
         "to be confirmed at call %d)",
@@ -89,6 +93,7 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
   }
   if (i > kConfirmCall) {
     b->agreed = outcome;
+    refreshOverall(coll);
     b->settled = true;
     return format("%s of %zu+ bytes per rank: CMA %s for good (after a call of the other form at call %d)",
                   collectiveName(coll), size_t{1} << bandIndex(inBytes), ranCma ? "used" : "avoided", kConfirmCall);
@@ -104,15 +109,24 @@ CmaLearner::Verdict CmaLearner::verdict(Collective coll, size_t inBytes) const {
 
 CmaLearner::Verdict CmaLearner::overall(Collective coll) const {
   if (!enabled_ || !learns(coll)) return Verdict::kUnknown;
+  return overall_[static_cast<size_t>(coll)];
+}
+
+void CmaLearner::refreshOverall(Collective coll) {
   bool use = false, avoid = false;
   for (int b = 0; b < kBands; ++b) {
     const Verdict v = bands_[static_cast<size_t>(coll) * kBands + static_cast<size_t>(b)].agreed;
     use = use || v == Verdict::kUse;
     avoid = avoid || v == Verdict::kAvoid;
   }
-  if (!use && !avoid) return startAvoided_ ? Verdict::kAvoid : Verdict::kUnknown;
-  if (use == avoid) return Verdict::kUnknown;
-  return use ? Verdict::kUse : Verdict::kAvoid;
+  Verdict& v = overall_[static_cast<size_t>(coll)];
+  if (!use && !avoid) {
+    v = startAvoided_ ? Verdict::kAvoid : Verdict::kUnknown;
+  } else if (use == avoid) {
+    v = Verdict::kUnknown;
+  } else {
+    v = use ? Verdict::kUse : Verdict::kAvoid;
+  }
 }
 
 }  // namespace tern::shm

@@ -46,7 +46,9 @@ class CmaLearner {
   // enabled = false: every eligible call offers CMA and nothing is learned (TERN_SHM_CMA_LEARN=0).
   // startAvoided: a band with no decided neighbour starts from kAvoid instead of a trial (kernel copies measured
   // slow on this host; the same value on every rank).
-  explicit CmaLearner(bool enabled, bool startAvoided = false) : enabled_(enabled), startAvoided_(startAvoided) {}
+  explicit CmaLearner(bool enabled, bool startAvoided = false) : enabled_(enabled), startAvoided_(startAvoided) {
+    for (int c = 0; c < kCollectives; ++c) refreshOverall(static_cast<Collective>(c));
+  }
 
   // Whether the learner decides for calls of coll at all: allreduce, allgather, broadcast and alltoall, whose sizes
   // every rank knows alike.
@@ -82,10 +84,13 @@ class CmaLearner {
   // The nearest decided band's verdict within kNeighbourBands, else the host's prior (kAvoid or kUnknown).
   Verdict neighbourVerdict(Collective coll, int band) const;
   static void vote(Band& b, double cmaSeconds, double stagedSeconds);
+  // Recomputes overall_ for coll from its bands (after any band's verdict changed; overall() runs on every call).
+  void refreshOverall(Collective coll);
 
   bool enabled_;
   bool startAvoided_;
   std::array<Band, kBands * kCollectives> bands_{};
+  std::array<Verdict, kCollectives> overall_{};
 };
 
 }  // namespace tern::shm
