@@ -1,6 +1,7 @@
 #include "core/operation_pool.hpp"
 
 #include <atomic>
+#include <utility>
 
 namespace tern {
 
@@ -11,7 +12,16 @@ std::shared_ptr<Operation> freshOperation() {
   if (spare && spare.use_count() == 1) {
     std::atomic_thread_fence(std::memory_order_acquire);  // pairs with the release of the last other holder
     Operation& o = *spare;
-    o.args = CollArgs{};
+    // Fresh arguments, but the vectors keep their capacity: an alltoallv fills four of them on every call.
+    CollArgs fresh;
+    fresh.sendCounts = std::move(o.args.sendCounts);
+    fresh.sendDispls = std::move(o.args.sendDispls);
+    fresh.recvCounts = std::move(o.args.recvCounts);
+    fresh.recvDispls = std::move(o.args.recvDispls);
+    fresh.p2p = std::move(o.args.p2p);
+    for (auto* v : {&fresh.sendCounts, &fresh.sendDispls, &fresh.recvCounts, &fresh.recvDispls}) v->clear();
+    fresh.p2p.clear();
+    o.args = std::move(fresh);
     o.input = nullptr;
     o.output = nullptr;
     o.transfers.clear();
