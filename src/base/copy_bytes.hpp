@@ -21,6 +21,11 @@ namespace detail {
 void copyMisaligned(void* dst, const void* src, size_t bytes);
 }
 
+// memcpy(dst, src, bytes) with non-temporal (streaming) stores, for outputs larger than the caches: an ordinary
+// store first reads each destination line from memory only to overwrite it whole; a streaming one does not. Ends
+// with a store fence, so that a flag posted after it publishes the data.
+void streamCopy(void* dst, const void* src, size_t bytes);
+
 // memcpy(dst, src, bytes) for buffers that do not overlap.
 inline void copyBytes(void* dst, const void* src, size_t bytes) {
   const uintptr_t skew = (reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)) & 63;

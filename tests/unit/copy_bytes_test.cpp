@@ -1,5 +1,5 @@
-// copyBytes (src/base/copy_bytes.hpp): the same bytes as memcpy for every relative alignment and size around the
-// point where it switches to its own loop, and nothing written outside the destination.
+// copyBytes and streamCopy (src/base/copy_bytes.hpp): the same bytes as memcpy for every relative alignment and
+// size around the point where copyBytes switches to its own loop, and nothing written outside the destination.
 #include "base/copy_bytes.hpp"
 
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 namespace tern {
 namespace {
 
-TEST(CopyBytes, CopiesExactlyTheBytesAtEveryAlignment) {
+void expectExactCopies(void (*copy)(void*, const void*, size_t)) {
   constexpr size_t kMax = 3 * kCopyLoopMinBytes + 200;
   std::vector<uint8_t> src(kMax + 128), dst(kMax + 256);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
@@ -29,7 +29,7 @@ TEST(CopyBytes, CopiesExactlyTheBytesAtEveryAlignment) {
     for (size_t dstOff = 0; dstOff < 64; ++dstOff) {
       for (size_t n : sizes) {
         std::fill(dst.begin(), dst.end(), 0xA5);
-        copyBytes(dst.data() + 64 + dstOff, src.data() + srcOff, n);
+        copy(dst.data() + 64 + dstOff, src.data() + srcOff, n);
         for (size_t i = 0; i < dst.size(); ++i) {
           const bool inside = i >= 64 + dstOff && i < 64 + dstOff + n;
           const uint8_t want = inside ? src[srcOff + (i - 64 - dstOff)] : 0xA5;
@@ -39,6 +39,10 @@ TEST(CopyBytes, CopiesExactlyTheBytesAtEveryAlignment) {
     }
   }
 }
+
+TEST(CopyBytes, CopiesExactlyTheBytesAtEveryAlignment) { expectExactCopies(&copyBytes); }
+
+TEST(CopyBytes, StreamingCopiesExactlyTheBytesAtEveryAlignment) { expectExactCopies(&streamCopy); }
 
 }  // namespace
 }  // namespace tern

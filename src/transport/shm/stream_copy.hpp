@@ -1,4 +1,5 @@
-// Copies into a large destination with non-temporal (streaming) stores.
+// When the shared-memory collectives write their output with non-temporal (streaming) stores (streamCopy,
+// base/copy_bytes.hpp).
 //
 // Why: a collective's output of many megabytes does not fit the caches, and an ordinary store first reads each
 // destination line from memory (read-for-ownership) only to overwrite it whole, so memory traffic for the output is
@@ -16,8 +17,6 @@ namespace tern::shm {
 // to cover the streaming path with small buffers).
 size_t streamingOutputBytes();
 void setStreamingOutputBytesForTesting(size_t bytes);
-
-void streamCopy(void* dst, const void* src, size_t bytes);
 
 inline void copyOut(void* dst, const void* src, size_t bytes, bool streaming) {
   if (streaming) {
