@@ -518,6 +518,16 @@ bool Communicator::runsDirect(const CollArgs& args) {
     std::lock_guard<std::mutex> lock(choiceMutex_);
     if (const Choice* c = cachedChoice(choiceKey(args))) return c->direct;
   }
+  if (args.coll == Collective::kAlltoAllv && algoOverride_.rules.empty()) {
+    // Decided by the first call (the shared-memory catalogue takes every valid alltoallv when all ranks share the
+    // host), instead of choosing again on every call.
+    int direct = alltoallvDirect_.load(std::memory_order_relaxed);
+    if (direct < 0) {
+      direct = choose(args).direct ? 1 : 0;
+      alltoallvDirect_.store(direct, std::memory_order_relaxed);
+    }
+    return direct == 1;
+  }
   return choose(args).direct;
 }
 

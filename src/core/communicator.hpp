@@ -262,6 +262,9 @@ class Communicator {
   ChoiceKey lastChoiceKey_{};
   const Choice* lastChoice_ = nullptr;  // into choiceCache_ (map nodes do not move; reset when it is cleared)
   std::mutex choiceMutex_;
+  // Whether alltoallv runs on the shared-memory path: 1 yes, 0 no, -1 not decided yet. Its counts keep it out of
+  // choiceCache_, but without TERN_ALGO rules the answer depends only on where the ranks are (runsDirect).
+  std::atomic<int> alltoallvDirect_{-1};
 
   std::atomic<int> activeCalls_{0};
   std::mutex callsMutex_;
