@@ -5,8 +5,8 @@
 # 1 Gb/s cluster (uncompressed and sign-compressed). Then it calibrates tern-calc (--calibrate) on one part of the
 # measurements and checks its predictions (--check) on another:
 #
-#   held-out sizes and repeats (the verdict): the repeats are split in two, A (the first half, at least one) for
-#     fitting and B (the rest) for checking, and the sizes of every configuration by parity of their index
+#   held-out sizes and repeats (the verdict): the repeats (interleaved over the configurations) are split in two,
+#     A (the odd-numbered ones) for fitting and B (the even-numbered ones) for checking, and the sizes of every configuration by parity of their index
 #     (1M, 4M, 16M, ... vs 2M, 8M, ...). Fold 0 fits all configurations together on A's even-index sizes and checks
 #     B's odd-index sizes; fold 1 the other way round. Every size is predicted once, by a calibration that saw
 #     neither that size nor those measurements. Verdict: every checked size of every verdict configuration within
@@ -25,7 +25,8 @@
 #   MINBYTES [1M] MAXBYTES [256M] STEPFACTOR [2] ITERS [20] WARMUP [5]   the perf sweep (nccl-tests flags); the size
 #                               split needs at least 2 sizes >= MINBYTES (4 or more to fit anything per fold)
 #   NP [2]                      ranks of the single-host runs
-#   REPEATS [3]                 sweeps per configuration (>= 2 for held-out repeats; 3+: the check side is a median)
+#   REPEATS [5]                 sweeps per configuration, interleaved (>= 2 for held-out repeats; 4+: both sides
+#                               are medians)
 #   CLUSTER_NODES [2] CLUSTER_RANKS_PER_NODE [1] CLUSTER_RATE [1gbit] CLUSTER_ITERS [5]   the simulated cluster
 #                               (tests/cluster/netns_cluster.sh: network namespaces joined by tbf-shaped links;
 #                               needs root, ip and tc, else the cluster part is skipped with a message)
@@ -46,7 +47,7 @@ build=${1:-build}
 [[ $build = /* ]] || build="$root/$build"
 bin="$build/bin"
 MINBYTES=${MINBYTES:-1M} MAXBYTES=${MAXBYTES:-256M} STEPFACTOR=${STEPFACTOR:-2}
-ITERS=${ITERS:-20} WARMUP=${WARMUP:-5} NP=${NP:-2} REPEATS=${REPEATS:-3}
+ITERS=${ITERS:-20} WARMUP=${WARMUP:-5} NP=${NP:-2} REPEATS=${REPEATS:-5}
 CLUSTER_NODES=${CLUSTER_NODES:-2} CLUSTER_RANKS_PER_NODE=${CLUSTER_RANKS_PER_NODE:-1}
 CLUSTER_RATE=${CLUSTER_RATE:-1gbit} CLUSTER_ITERS=${CLUSTER_ITERS:-5}
 SKIP_CLUSTER=${SKIP_CLUSTER:-0} TOLERANCE=${TOLERANCE:-0.15} RT=${RT:-10} VERDICT=${VERDICT:-split}
@@ -89,10 +90,11 @@ json.dump(merged, open(out, "w"), indent=2)
 PY
 }
 
-# run_perf NAME [ENV=VALUE...] [-- EXTRA PERF ARGS]: REPEATS single-host sweeps, merged into $results/NAME.json.
+# run_perf NAME I [ENV=VALUE...] [-- EXTRA PERF ARGS]: single-host sweep number I of configuration NAME, in
+# $results/NAME.I.json.
 run_perf() {
-  local name=$1
-  shift
+  local name=$1 i=$2
+  shift 2
   local envs=() extra=()
   while [[ $# -gt 0 && $1 != -- ]]; do
     envs+=("$1")
@@ -100,16 +102,18 @@ run_perf() {
   done
   [[ ${1:-} == -- ]] && shift
   extra=("$@")
-  echo "# $name: tern-run -n $NP all_reduce_perf -b $MINBYTES -e $MAXBYTES -f $STEPFACTOR ${envs[*]} ${extra[*]}" \
-    "(x$REPEATS)"
-  local reps=()
-  for ((i = 1; i <= REPEATS; ++i)); do
-    env "${envs[@]}" "${rt[@]}" "$bin/tern-run" -n "$NP" "$bin/all_reduce_perf" -b "$MINBYTES" -e "$MAXBYTES" \
-      -f "$STEPFACTOR" -n "$ITERS" -w "$WARMUP" -c 0 -J "$results/$name.$i.json" "${extra[@]}" \
-      >"$results/$name.$i.log" 2>&1 || die "$name run failed, see $results/$name.$i.log"
-    reps+=("$results/$name.$i.json")
-  done
-  median_json "$results/$name.json" "${reps[@]}"
+  ((i == 1)) && echo "# $name: tern-run -n $NP all_reduce_perf -b $MINBYTES -e $MAXBYTES -f $STEPFACTOR ${envs[*]}" \
+    "${extra[*]} (x$REPEATS)"
+  env "${envs[@]}" "${rt[@]}" "$bin/tern-run" -n "$NP" "$bin/all_reduce_perf" -b "$MINBYTES" -e "$MAXBYTES" \
+    -f "$STEPFACTOR" -n "$ITERS" -w "$WARMUP" -c 0 -J "$results/$name.$i.json" "${extra[@]}" \
+    >"$results/$name.$i.log" 2>&1 || die "$name run failed, see $results/$name.$i.log"
+}
+
+# merge_repeats NAME: the REPEATS sweeps of NAME merged (per-size medians) into $results/NAME.json.
+merge_repeats() {
+  local reps=() i
+  for ((i = 1; i <= REPEATS; ++i)); do reps+=("$results/$1.$i.json"); done
+  median_json "$results/$1.json" "${reps[@]}"
 }
 
 # The cluster sweeps (uncompressed, then sign-compressed) on a network-namespace cluster of CLUSTER_NODES nodes
@@ -125,22 +129,23 @@ run_cluster() {
     tnc_up validate "$CLUSTER_NODES" "$CLUSTER_RATE" >"$results/cluster-up.log" 2>&1 || exit $?
     launch_rt=()
     [[ $RT != 0 ]] && launch_rt=(--rt "$RT")
-    for name in cluster cluster-sign; do
-      extra=()
-      [[ $name == cluster-sign ]] && extra=(-Z sign)
-      echo "# $name: $CLUSTER_NODES nodes x $CLUSTER_RANKS_PER_NODE at $CLUSTER_RATE: all_reduce_perf ${extra[*]}" \
-        "(x$REPEATS)"
-      reps=()
-      for ((i = 1; i <= REPEATS; ++i)); do
+    # Repeats interleaved (uncompressed, compressed, uncompressed, ...) like the single-host ones.
+    for ((i = 1; i <= REPEATS; ++i)); do
+      for name in cluster cluster-sign; do
+        extra=()
+        [[ $name == cluster-sign ]] && extra=(-Z sign)
+        ((i == 1)) && echo "# $name: $CLUSTER_NODES nodes x $CLUSTER_RANKS_PER_NODE at $CLUSTER_RATE:" \
+          "all_reduce_perf ${extra[*]} (x$REPEATS)"
         tnc_launch "${launch_rt[@]}" -p "$CLUSTER_RANKS_PER_NODE" -- "$bin/all_reduce_perf" -b "$MINBYTES" \
           -e "$MAXBYTES" -f "$STEPFACTOR" -n "$CLUSTER_ITERS" -w 1 -c 0 -J "$results/$name.$i.json" "${extra[@]}" \
           >"$results/$name.$i.log" 2>&1 || {
           echo "validate_model: $name run failed, see $results/$name.$i.log" >&2
           exit 2
         }
-        reps+=("$results/$name.$i.json")
       done
-      median_json "$results/$name.json" "${reps[@]}"
+    done
+    for name in cluster cluster-sign; do
+      merge_repeats "$name"
       # The perf JSON does not know how many hosts its ranks were on; tern-calc reads FILE@N.
       echo "$results/$name.json@$CLUSTER_NODES" >>"$results/cluster-files"
     done
@@ -160,11 +165,17 @@ fi
 measure() {
   echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load" \
     "$(cut -d' ' -f1-3 /proc/loadavg); ranks $([[ $RT != 0 ]] && echo "SCHED_FIFO $RT" || echo "at normal priority")"
-  run_perf shm
-  # The schedules over the shm transport too (forced, so the direct path stays out): without it the shm link class
-  # stays at its default, and the model would compare a measured direct path against an unmeasured alternative.
-  run_perf shm-ring TERN_ALGO=ring
-  run_perf tcp TERN_SHM_DISABLE=1
+  # The repeats are interleaved (shm 1, shm-ring 1, tcp 1, shm 2, ...): this machine's speed drifts over minutes,
+  # and back-to-back repeats of one configuration would put a whole slow phase into one repeat of one of them.
+  # The schedules run over the shm transport too (forced, so the direct path stays out): without them the shm link
+  # class stays at its default, and the model would compare a measured direct path against an unmeasured one.
+  local i
+  for ((i = 1; i <= REPEATS; ++i)); do
+    run_perf shm "$i"
+    run_perf shm-ring "$i" TERN_ALGO=ring
+    run_perf tcp "$i" TERN_SHM_DISABLE=1
+  done
+  for name in shm shm-ring tcp; do merge_repeats "$name"; done
 
   : >"$results/cluster-files"
   have_cluster=0
@@ -285,21 +296,27 @@ work = f"{results}/heldout"
 os.makedirs(work, exist_ok=True)
 reps = {c["name"]: repeat_files(c["name"]) for c in configs}
 nrep = min(len(v) for v in reps.values())
-half = max(1, nrep // 2)
 same_repeats = nrep < 2
 sizes = {}
 for c in configs:
     all_sizes = sorted({r["size"] for r in json.load(open(reps[c["name"]][0]))["results"] if r["size"] >= min_size})
     sizes[c["name"]] = all_sizes
 
+# Alternate repeats (1, 3, 5, ... fit; 2, 4, ... check): both sides then span the whole measurement, so a phase of
+# the machine's drift lands on both instead of deciding which side is fast.
 def fit_paths(name):
-    return reps[name][:half]
+    return reps[name][0::2]
 
 def check_paths(name):
-    return reps[name][half:] if not same_repeats else reps[name]
+    return reps[name][1::2] if not same_repeats else reps[name]
 
-print(f"# held-out validation: {nrep} repeat(s) per configuration; fit on repeat(s) 1..{half}, check on "
-      f"{'the same repeats (only one: no held-out repeats!)' if same_repeats else f'repeat(s) {half + 1}..{nrep} (median)'}")
+def numbers(paths):
+    return ", ".join(p.rsplit(".", 2)[-2] for p in paths)
+
+first = configs[0]["name"]
+print(f"# held-out validation: {nrep} repeat(s) per configuration, interleaved; fit on repeat(s) "
+      f"{numbers(fit_paths(first))} (median), check on "
+      f"{'the same repeats (only one: no held-out repeats!)' if same_repeats else f'repeat(s) {numbers(check_paths(first))} (median)'}")
 print(f"# sizes split by index parity; tolerance +-{tol * 100:g}% on busbw; verdict on: {verdict_on}")
 
 # ---- held-out sizes and repeats: two folds

@@ -461,22 +461,99 @@ std::vector<std::string> cacheGroups(const FitResult& r) {
   return groups;
 }
 
+// Cached levels must be what a cache is: faster than the out-of-cache figure, and a larger level no faster than a
+// smaller one. A fit that needs a level slower than memory is bending the curve around noise, not finding a cache.
+bool levelsArePlausible(double outOfCache, const CacheLevels& levels) {
+  double previous = 0;
+  for (const CacheLevel& l : levels) {
+    if (!(l.beta > 0) || l.beta > outOfCache || l.beta < previous) return false;
+    previous = l.beta;
+  }
+  return true;
+}
+
+bool cachesArePlausible(const CostParams& p) {
+  for (const auto& [key, l] : p.links) {
+    if (!levelsArePlausible(l.cost.beta, l.cache)) return false;
+  }
+  if (p.shmDirect && !levelsArePlausible(p.shmDirect->beta, p.shmDirect->cache)) return false;
+  for (const auto& [spec, c] : p.codecs) {
+    if (!levelsArePlausible(1.0, c.cache)) return false;  // codec levels are multipliers of the entry's own speed
+  }
+  return true;
+}
+
+// The runs with the points of one size only (keep = true) or with every size but that one.
+std::vector<PerfRun> splitBySize(const std::vector<PerfRun>& runs, double bytes, bool keep) {
+  std::vector<PerfRun> out;
+  for (const PerfRun& run : runs) {
+    PerfRun r = run;
+    r.points.clear();
+    for (const PerfPoint& p : run.points) {
+      if ((p.bytes == bytes) == keep) r.points.push_back(p);
+    }
+    if (!r.points.empty()) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// How well a model shape (these cache sizes) predicts sizes it has not seen: every measured size in turn is left out
+// of the fit and predicted from the others (leave-one-size-out), scored like the fit itself. In-sample, every added
+// level fits better (it is two more free parameters, a size and a speed); held out, a level only pays when the
+// data has the step it describes. With fewer than four sizes nothing can be left out usefully and the in-sample
+// score is returned.
+double heldOutScore(const std::vector<PerfRun>& runs, const CostParams& start, const FitOptions& o,
+                    const CacheSizes& caches, const FitResult& inSample) {
+  std::vector<double> sizes;
+  for (const PerfRun& run : runs) {
+    for (const PerfPoint& p : run.points) {
+      if (p.bytes >= o.minBytes) sizes.push_back(p.bytes);
+    }
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  if (sizes.size() < 4) return score(inSample.points);
+  double sum = 0;
+  for (double bytes : sizes) {
+    const std::vector<PerfRun> train = splitBySize(runs, bytes, false);
+    FitResult r;
+    try {
+      r = fitWithCaches(train, start, o, caches);
+    } catch (const Error&) {
+      return 1e300;  // leaving this size out leaves nothing to fit: the shape cannot be judged held out
+    }
+    sum += score(predictRuns(splitBySize(runs, bytes, true), r.params, o));
+  }
+  return sum;
+}
+
 }  // namespace
 
 FitResult fitCalibration(const std::vector<PerfRun>& runs, const CostParams& start, const FitOptions& o) {
   // Cache sizes are not linear in anything: starting without cache levels, give each group in turn a first level
   // at the best size of a grid (256 KiB .. 256 MiB), then a second, moving every level to its best size after each
-  // addition. A change is kept only when the fit gets clearly better (2% lower score, and more than a 0.5% rms
-  // busbw error gained), so data without cache effects gets no levels.
+  // addition. Where a level goes is chosen by the fit's own score (a change is kept when it fits clearly better: 2%
+  // lower score, more than a 0.5% rms busbw error gained, levels plausible); whether the group keeps the level at
+  // all is decided held out (heldOutScore must gain a point of rms error), so data without cache effects gets no
+  // levels, and a few sizes do not buy a level each.
   CacheSizes caches;
   FitResult best = fitWithCaches(runs, start, o, caches);
   double bestScore = score(best.points);
+  const auto clearlyBetter = [](double candidate, double incumbent, size_t points) {
+    return candidate < incumbent * 0.98 && incumbent - candidate > 0.005 * 0.005 * static_cast<double>(points);
+  };
+  // A level must buy at least a point of rms busbw error on the sizes left out: below that it describes the
+  // measurements' wobble, not the machine.
+  const auto heldOutGain = [](double candidate, double incumbent, size_t points) {
+    const double n = static_cast<double>(std::max<size_t>(points, 1));
+    return std::sqrt(candidate / n) < std::sqrt(incumbent / n) - 0.01;
+  };
   // Accepts `trial` into `kept` (always `caches`) when it fits clearly better; passing `caches` explicitly keeps
   // the write visible at the call sites below, which take a snapshot of it first.
   auto consider = [&](const CacheSizes& trial, CacheSizes& kept) {
     FitResult r = fitWithCaches(runs, start, o, trial);
     const double sc = score(r.points);
-    if (sc < bestScore * 0.98 && bestScore - sc > 0.005 * 0.005 * static_cast<double>(r.points.size())) {
+    if (cachesArePlausible(r.params) && clearlyBetter(sc, bestScore, r.points.size())) {
       best = std::move(r);
       bestScore = sc;
       kept = trial;
@@ -487,10 +564,13 @@ FitResult fitCalibration(const std::vector<PerfRun>& runs, const CostParams& sta
   std::vector<double> grid;
   for (double c = 256.0 * 1024; c <= 256.0 * 1024 * 1024; c *= 2) grid.push_back(c);
   if (o.fitCache) {
+    double bestHeldOut = heldOutScore(runs, start, o, caches, best);
     for (const std::string& g : cacheGroups(best)) {
       for (size_t levels = 1; levels <= 2; ++levels) {
-        // Add a level where it helps most ...
         const CacheSizes before = caches;
+        const FitResult beforeFit = best;
+        const double beforeScore = bestScore;
+        // Add a level where it helps most ...
         for (double c : grid) {
           std::vector<double> sizes = cacheOf(before, g);
           if (std::find(sizes.begin(), sizes.end(), c) != sizes.end()) continue;
@@ -501,7 +581,7 @@ FitResult fitCalibration(const std::vector<PerfRun>& runs, const CostParams& sta
           consider(trial, caches);
         }
         if (cacheOf(caches, g).size() < levels) break;  // no level helped: the group has what it needs
-        // ... then move each level to where it fits best with the others in place (coordinate descent).
+        // ... then move each level to where it fits best with the others in place (coordinate descent) ...
         for (size_t i = 0; i < cacheOf(caches, g).size(); ++i) {
           const CacheSizes base = caches;
           for (double c : grid) {
@@ -514,6 +594,15 @@ FitResult fitCalibration(const std::vector<PerfRun>& runs, const CostParams& sta
             consider(trial, caches);
           }
         }
+        // ... and keep it only if it also predicts the sizes it was not fitted on better.
+        const double heldOut = heldOutScore(runs, start, o, caches, best);
+        if (!heldOutGain(heldOut, bestHeldOut, best.points.size())) {
+          caches = before;
+          best = beforeFit;
+          bestScore = beforeScore;
+          break;
+        }
+        bestHeldOut = heldOut;
       }
     }
   }

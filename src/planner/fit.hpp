@@ -16,7 +16,10 @@
 // working set fits in a cache. With the cache sizes fixed, a class's beta is a weighted sum of its out-of-cache
 // and per-level figures (cost_params.hpp: cacheWeights), still linear in them, and likewise a codec's multipliers.
 // The sizes are searched per group (each same-host class, the direct path, each codec) over 256 KiB .. 256 MiB:
-// first one level per group, then a second; a level is kept only when the fit gets clearly better.
+// first one level per group, then a second. A level must be plausible (faster than the out-of-cache figure, and
+// no faster than a smaller level) and is kept only when it predicts measured sizes left out of the fit clearly
+// better (leave-one-size-out): an extra level always fits in-sample, and on a few noisy sizes it would otherwise
+// place a steep, fast step wherever the next unseen size happens to fall.
 //
 // Runs whose algorithm is the shared-memory direct path (not a schedule) fit the direct model alone:
 // time = alpha + bytes x busFactor x beta. Compressed runs (perf -Z) fit a multiplier of the codec's
