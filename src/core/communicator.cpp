@@ -589,10 +589,12 @@ Communicator::ScheduleKey Communicator::scheduleKey(const CollArgs& a, std::stri
 void Communicator::noteAlgorithm(std::string_view name) {
   std::lock_guard<std::mutex> lock(lastAlgorithmMutex_);
   lastAlgorithm_.assign(name);
+  lastStaticAlgorithm_.store(nullptr, std::memory_order_release);
 }
 
 std::string Communicator::lastAlgorithm() const {
   std::lock_guard<std::mutex> lock(lastAlgorithmMutex_);
+  if (const char* name = lastStaticAlgorithm_.load(std::memory_order_acquire)) return name;
   return lastAlgorithm_;
 }
 
@@ -795,7 +797,7 @@ void Communicator::runCollective(Operation& op) {
   ctx.what = collectiveName(op.args.coll);
   if (intraNode_ && runsDirect(op.args)) {
     if (const char* direct = intraNode_->tryRun(op, ctx)) {
-      noteAlgorithm(direct);
+      noteStaticAlgorithm(direct);
       return;
     }
   }

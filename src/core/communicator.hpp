@@ -104,6 +104,9 @@ class Communicator {
   NcclDeviceEngine* ncclEngine(const DeviceStreams& streams);
   // What ran the last call (ternCommLastAlgorithm).
   void noteAlgorithm(std::string_view name);
+  // The same for a name with static storage (the shared-memory algorithms' names): no lock, no copy, as the
+  // small direct calls it records cost a microsecond.
+  void noteStaticAlgorithm(const char* name) { lastStaticAlgorithm_.store(name, std::memory_order_release); }
 
   // Bracket API calls so that abort can wait for calls in flight to notice it. The caller holds a reference
   // (share()), so the communicator is alive until exitCall has returned.
@@ -227,6 +230,7 @@ class Communicator {
   static ScheduleKey scheduleKey(const CollArgs& args, std::string algorithm);
   mutable std::mutex lastAlgorithmMutex_;  // the call runs on the worker thread, the question comes from the user's
   std::string lastAlgorithm_;
+  std::atomic<const char*> lastStaticAlgorithm_{nullptr};  // set: it, not lastAlgorithm_, names the last call
   std::map<ScheduleKey, std::shared_ptr<const Schedule>> scheduleCache_;
   std::unique_ptr<char[], void (*)(void*)> scratch_{nullptr, nullptr};
   size_t scratchBytes_ = 0;

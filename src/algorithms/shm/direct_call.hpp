@@ -66,13 +66,17 @@ struct DirectCall {
   uint32_t entryValue = 0;
   uint32_t releaseDone = 0;
 
+  // The CPU this rank runs on, read once per call and published with its posts (waiters spin only on another CPU);
+  // a call is too short for a migration inside it to matter, and reading it per post costs more than the post.
+  int myCpu = -1;
+
   RankControl& ctrl(int p) const { return mesh->ctrl(p); }
   char* stage(int p, uint32_t chunk) const { return mesh->stage(p, chunk); }
 
   void post(FlagField f, uint32_t value) const { postWord(ctrl(rank).*f, value); }
   void postWord(std::atomic<uint32_t>& word, uint32_t value) const {
     RankControl& c = ctrl(rank);
-    int cpu = currentCpu();
+    const int cpu = myCpu >= 0 ? myCpu : currentCpu();
     if (c.cpu.load(std::memory_order_relaxed) != cpu) c.cpu.store(cpu, std::memory_order_relaxed);
     publish(word, value, c.flagWaiters);
   }

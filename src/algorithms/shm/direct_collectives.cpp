@@ -210,6 +210,7 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op, const ShmPlan
   const bool cmaSize = cmaSizeAdmits(a, plan);
   bool cmaOffer = cmaSize && c.inStaged && c.outStaged;
   learnsCma_ = cmaSize && !plan.forced && CmaLearner::learns(a.coll);
+  if (learnsCma_) learnStart_ = std::chrono::steady_clock::now();
   if (learnsCma_) cmaOffer = cmaLearner_.offer(a.coll, inBytes) && cmaOffer;
   for (int q : mesh_->localPeers()) cmaOffer = cmaOffer && mesh_->peer(q).cmaFrom && !mesh_->peer(q).sameProcess;
   d.pad = cmaOffer ? 1 : 0;
@@ -262,7 +263,6 @@ ShmAlgorithm DirectCollectives::run(Operation& op, const ExecContext& ctx, const
   c.entered = c.exposed = false;
   ran_ = plan.algo;
   learnsCma_ = false;
-  const auto start = std::chrono::steady_clock::now();
   try {
     runCall(op, ctx, plan);
   } catch (...) {
@@ -271,7 +271,7 @@ ShmAlgorithm DirectCollectives::run(Operation& op, const ExecContext& ctx, const
     throw;
   }
   if (learnsCma_) {
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - learnStart_;
     const std::string decided = cmaLearner_.record(op.args.coll, shmInputBytes(op.args, mesh_->nranks()),
                                                    ran_ == ShmAlgorithm::kCma, took.count());
     if (!decided.empty()) TERN_LOG(kInfo, kShm, mesh_->rank(), "%s", decided.c_str());
@@ -295,6 +295,7 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
   c.tmp = tmp_.get();
   c.inStaged = c.outStaged = true;
   c.streamOut = false;
+  c.myCpu = currentCpu();
   if (dog_->aborted()) dog_->checkAbortAndDeadline(c.rank, ctx.deadline, ctx.abortFlag, [] { return "shm"; });
 
   if (isAlltoAll(a.coll)) {  // direct_alltoall.cpp: its own table exchange decides the form, alike on every rank
@@ -302,6 +303,7 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
     forms.forced = plan.forced ? plan.algo : ShmAlgorithm::kNone;
     forms.allowCma = plan.allowCma && (plan.forced || !cmaAvoided(a));  // a forced form overrides what was learned
     learnsCma_ = !plan.forced && a.coll == Collective::kAlltoAll && cmaSizeAdmits(a, plan);
+    if (learnsCma_) learnStart_ = std::chrono::steady_clock::now();
     if (learnsCma_) forms.allowCma = cmaLearner_.offer(a.coll, shmInputBytes(a, c.n)) && forms.allowCma;
     forms.allowMapped = plan.allowMapped && gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto;
     noteRun(ran_ = directAlltoAll(c, forms, chunkSeq_));

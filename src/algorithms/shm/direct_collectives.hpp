@@ -16,6 +16,7 @@
 // call is unchanged, so a mix of registered and ordinary buffers across ranks works.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -103,6 +104,8 @@ class DirectCollectives {
   HugePageAdvisor hugePages_;  // for the buffers peers reach by CMA
   CmaLearner cmaLearner_;      // whether the CMA forms pay on this host (TERN_SHM_CMA_LEARN)
   bool learnsCma_ = false;     // the current call is one the learner counts
+  // When it started (read only when learnsCma_: the small calls the learner never counts skip the clock).
+  std::chrono::steady_clock::time_point learnStart_;
   DirectCall call_;
 };
 
