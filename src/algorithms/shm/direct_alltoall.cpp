@@ -170,6 +170,15 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   c.enter(&RankControl::in, g0 + 1, g0 + 1, !inlineMine || takesWrites);
   c.post(&RankControl::in, g0 + 1);
   c.waitAllPeers(&RankControl::in, g0 + 1, "alltoall table");
+  // The peers' tables (and, for small calls, their inline blocks) were just written on other cores: ask for all
+  // their lines at once, so that the checks and copies below do not take the misses one after another. A peer's
+  // inline bytes are guessed from this rank's own (alike for alltoall; a guess for alltoallv, harmless if wrong).
+  const size_t expectLines = (tableBytes(n) + (inlineMine ? peerBytes : 0) + kLine - 1) / kLine;
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    const char* peerSlot = c.stage(p, g0);
+    for (size_t l = 0; l < expectLines; ++l) __builtin_prefetch(peerSlot + l * kLine);
+  }
 
   // Every rank checks every pair and decides from the same tables, so all of them fail or proceed alike.
   bool allInline = true, allRead = true, allSameProcess = true;
