@@ -95,9 +95,18 @@ struct DirectCall {
     for (int i = 1; i < n; ++i) wait((rank + i) % n, f, target, label);
   }
   // Before this rank writes into its staging slot for global chunk g: every rank is done with chunk g - slots.
+  // `done` only grows, so what an earlier look saw still holds: calls in step read a peer's `done` line (written on
+  // its core at the end of its last call, so a cache miss) once every kStageSlots calls instead of on every one.
   void acquireSlot(uint32_t g) const {
-    waitAllPeers(&RankControl::done, g - kStageSlots + 1, "release of a staging slot");
+    const uint32_t target = g - kStageSlots + 1;
+    bool released = seenDone.size() == static_cast<size_t>(n);
+    for (int p = 0; released && p < n; ++p) released = p == rank || reached(seenDone[p], target);
+    if (released) return;
+    waitAllPeers(&RankControl::done, target, "release of a staging slot");
+    seenDone.resize(static_cast<size_t>(n));
+    for (int p = 0; p < n; ++p) seenDone[p] = ctrl(p).done.load(std::memory_order_acquire);
   }
+  mutable std::vector<uint32_t> seenDone;  // every rank's `done` at this rank's last look (acquireSlot)
 
   // This rank is about to post entry = value; peers may then touch its buffers when exposesBuffers.
   void enter(FlagField entry, uint32_t value, uint32_t doneValue, bool exposesBuffers) {
