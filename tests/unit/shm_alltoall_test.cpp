@@ -232,6 +232,27 @@ TEST(ShmAlltoAll, CountsThatDisagreeFailOnEveryRank) {
   });
 }
 
+// The one-phase alltoall decides from what every rank agrees on: ranks in place and out of place in one call meet.
+TEST(ShmAlltoAll, InPlaceAndOutOfPlaceRanksMeetInOneCall) {
+  runOnRanks(3, Wire::kTcp, [&](ternComm_t comm, int r) {
+    for (size_t count : {size_t{1}, size_t{7}, size_t{3000}, size_t{30000}}) {
+      ASSERT_EQ(runAndCheck(comm, r, 3, ternFloat32, count, false, r == 1), ternSuccess)
+          << "count " << count << ": " << ternGetLastError(comm);
+    }
+  });
+}
+
+TEST(ShmAlltoAll, CountsThatDisagreeInOnePhaseFailOnEveryRank) {
+  if (!shm::kAlltoAllDispatched) GTEST_SKIP() << "DirectCollectives does not dispatch all-to-all yet";
+  runOnRanks(2, Wire::kTcp, [&](ternComm_t comm, int r) {
+    const size_t count = r == 0 ? 7 : 8;
+    std::vector<float> in(16, 1.0f), out(16, 0.0f);
+    EXPECT_EQ(ternAlltoAll(in.data(), out.data(), count, ternFloat32, comm), ternInvalidUsage);
+    EXPECT_NE(std::strstr(ternGetLastError(comm), r == 0 ? "count 7 vs 8" : "count 8 vs 7"), nullptr)
+        << "rank " << r << ": " << ternGetLastError(comm);
+  });
+}
+
 TEST(ShmAlltoAll, CatalogueEntriesArePricedByTheOneModel) {
   if (!shm::kAlltoAllDispatched) {
     EXPECT_EQ(findEntry(Collective::kAlltoAll, "shm_cma"), nullptr);

@@ -298,6 +298,12 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
   c.myCpu = currentCpu();
   if (dog_->aborted()) dog_->checkAbortAndDeadline(c.rank, ctx.deadline, ctx.abortFlag, [] { return "shm"; });
 
+  const bool forcedSmall = plan.forced && plan.algo == ShmAlgorithm::kSmall;
+  if (isAlltoAll(a.coll) && (!plan.forced || forcedSmall) && shmAlltoAllOnePhase(a, c.n, forcedSmall)) {
+    noteRun(ran_ = ShmAlgorithm::kSmall);
+    smallCollective(c, ++smallSeq_);
+    return;
+  }
   if (isAlltoAll(a.coll)) {  // direct_alltoall.cpp: its own table exchange decides the form, alike on every rank
     AlltoAllForms forms;
     forms.forced = plan.forced ? plan.algo : ShmAlgorithm::kNone;

@@ -14,10 +14,11 @@ double predictDirectSeconds(const CollArgs& a, int n, bool small, const ShmAlgor
   const double bytes = static_cast<double>(a.count) * static_cast<double>(dataTypeSize(a.dtype));
   if (a.coll == Collective::kBarrier) return cost.smallAlpha;
   if (a.coll == Collective::kAlltoAll || a.coll == Collective::kAlltoAllv) {
-    // What a rank moves to and from its peers. Inline, it is copied into the slot and out of the peers' slots;
-    // otherwise moved once, as the other one-pass and chunked forms. alltoallv: the mean of what this rank sends and
-    // receives, the share of its blocks' copying it does once the one-pass form has split each block between its two
-    // ends (alltoall_balance.hpp); the (p - 1) / p leaves out its own block (which one it is, CollArgs does not say).
+    // What a rank moves to and from its peers. Inline (shm_small), it is copied into the small area or slot and out of
+    // the peers'; otherwise moved once, as the other one-pass and chunked forms. alltoallv: the mean of what this rank
+    // sends and receives, the share of its blocks' copying it does once the one-pass form has split each block between
+    // its two ends (alltoall_balance.hpp); the (p - 1) / p leaves out its own block (which one it is, CollArgs does
+    // not say).
     double peerBytes = (p - 1) * bytes;
     if (a.coll == Collective::kAlltoAllv) {
       double sent = 0, received = 0;

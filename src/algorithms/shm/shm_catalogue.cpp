@@ -115,10 +115,21 @@ size_t shmCmaMinBytes(Collective c, int nranks) {
   return gathers ? shmSmallLimit(c, nranks) + 1 : 4 * kCmaAllReduceMinBytes;
 }
 
-size_t shmAlltoAllInlineLimit(const CollArgs& a, int nranks) {
+namespace {
+size_t alltoallInlineLimit(bool inPlace, int nranks) {
   const size_t capacity = alltoallInlineCapacity(nranks);
-  if (a.inPlace) return capacity;
+  if (inPlace) return capacity;
   return std::min(capacity, (size_t{16} << 10) * static_cast<size_t>(std::max(1, nranks - 1)));
+}
+}  // namespace
+
+size_t shmAlltoAllInlineLimit(const CollArgs& a, int nranks) { return alltoallInlineLimit(a.inPlace, nranks); }
+
+bool shmAlltoAllOnePhase(const CollArgs& a, int nranks, bool forcedSmall) {
+  if (a.coll != Collective::kAlltoAll || nranks < 1) return false;
+  const size_t inputBytes = a.count * dataTypeSize(a.dtype) * static_cast<size_t>(nranks);
+  if (inputBytes > kSmallBytes) return false;
+  return forcedSmall || alltoallPeerBytes(a, 0, nranks) <= alltoallInlineLimit(false, nranks);
 }
 
 ShmAlgorithm defaultShmAlgorithm(const CollArgs& a, int nranks) {

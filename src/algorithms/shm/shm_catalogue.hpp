@@ -46,6 +46,13 @@ size_t shmSmallLimit(Collective c, int nranks);
 // (the private one), so inline wins up to the slot.
 size_t shmAlltoAllInlineLimit(const CollArgs& a, int nranks);
 
+// Whether an all-to-all (equal counts) runs as a one-phase call through the small areas (small_collective.cpp)
+// instead of exchanging tables first: when every block is known from the arguments alone, a table says nothing the
+// receiver does not know, and the flag's line carries the arguments' key. Decided from what every rank agrees on
+// (count, datatype, rank count; not whether this rank's call is in place): every rank takes the same path.
+// forcedSmall: TERN_ALGO names shm_small, which runs this way wherever the blocks fit the small area.
+bool shmAlltoAllOnePhase(const CollArgs& a, int nranks, bool forcedSmall);
+
 // Ordinary buffers of at least this many input bytes per rank, between processes that may read each other, take the
 // CMA form (the TERN_SHM_CMA_MIN_BYTES knob overrides it for every collective), in place of the one-phase form below
 // its limit too when every rank can read every other (DirectCollectives::cmaReplacesOnePhase). Allgather and

@@ -1,8 +1,10 @@
-// Small collectives in one phase: every rank copies its whole input into its small area (inputs of up to 48 bytes
-// into the flag's own cache line), posts, waits for every peer's post, and computes its whole result from the peers'
-// small areas. One synchronisation instead of the two (or more) of a reduce-then-gather, which is what matters when
-// the data is a few cache lines: every rank reduces everything, in rank order, so all of them get the same bits
-// without a second exchange. A tiny allreduce costs each rank one cache-line transfer per peer.
+// Small collectives in one phase: every rank copies its whole input into its small area (inputs of up to
+// kInlineBytes into the flag's own cache line), posts, waits for every peer's post, and computes its whole result from
+// the peers' small areas. One synchronisation instead of the two (or more) of a reduce-then-gather, which is what
+// matters when the data is a few cache lines: every rank reduces everything, in rank order, so all of them get the
+// same bits without a second exchange. A tiny allreduce costs each rank one cache-line transfer per peer. An
+// all-to-all with equal counts runs here too: its blocks' places follow from the arguments, so it needs none of the
+// tables direct_alltoall.cpp exchanges, only the flag and the blocks.
 //
 // Consecutive small calls alternate between the two halves of the small area (and two flag lines). Before a rank
 // writes half h for call k, it waits until every peer has posted call k - 1: a peer posts k - 1 only after finishing
@@ -26,6 +28,8 @@ size_t payloadBytes(const DirectCall& c) {
       return a.count * c.esize * static_cast<size_t>(c.n);
     case Collective::kBarrier:
       return 0;
+    case Collective::kAlltoAll:
+      return a.count * c.esize * static_cast<size_t>(c.n);
     default:
       return a.count * c.esize;
   }
@@ -47,7 +51,17 @@ void smallCollective(DirectCall& c, uint32_t seq) {
   }
   SmallLine& line = c.ctrl(me).small[half];
   const bool contributes = a.coll != Collective::kBroadcast || me == a.root;
-  if (contributes && bytes > 0) copyBytes(inlined ? line.payload : c.mesh->small(me, half), c.in, bytes);
+  const size_t blockBytes = a.count * c.esize;
+  if (a.coll == Collective::kAlltoAll && !inlined) {
+    // Only the blocks for peers: each reads its own at its rank's offset.
+    char* area = c.mesh->small(me, half);
+    for (int p = 0; p < n && blockBytes > 0; ++p) {
+      if (p != me)
+        copyBytes(area + blockBytes * static_cast<size_t>(p), c.in + blockBytes * static_cast<size_t>(p), blockBytes);
+    }
+  } else if (contributes && bytes > 0) {
+    copyBytes(inlined ? line.payload : c.mesh->small(me, half), c.in, bytes);
+  }
   line.argsKey = key;
   line.count = a.count;
   c.postWord(line.seq, seq);
@@ -66,7 +80,6 @@ void smallCollective(DirectCall& c, uint32_t seq) {
     }
     data[p] = inlined ? theirs.payload : c.mesh->small(p, half);
   }
-  const size_t blockBytes = a.count * c.esize;
   switch (a.coll) {
     case Collective::kAllReduce:
       reduceInOrder(c.out, data.data(), n, a.count, a.dtype, a.op, c.avgDivisor, c.tmp);
@@ -88,6 +101,15 @@ void smallCollective(DirectCall& c, uint32_t seq) {
       break;
     case Collective::kBroadcast:
       if (blockBytes > 0) copyBytes(c.out, data[a.root], blockBytes);
+      break;
+    case Collective::kAlltoAll:
+      // The own block moves within this rank's buffers (in place: not at all); every peer's comes from its area.
+      for (int p = 0; p < n && blockBytes > 0; ++p) {
+        char* dst = c.out + blockBytes * static_cast<size_t>(p);
+        const char* src = p == me ? c.in + blockBytes * static_cast<size_t>(me)
+                                  : static_cast<const char*>(data[p]) + blockBytes * static_cast<size_t>(me);
+        if (dst != src) copyBytes(dst, src, blockBytes);
+      }
       break;
     default:
       break;
