@@ -13,9 +13,14 @@ int main(int argc, char** argv) {
       },
       [](size_t count, int) { return count; },
       [](const void* s, void* r, size_t c, ternDataType_t t, ternRedOp_t, int, ternComm_t comm) {
-        int n = 0, rank = 0;
-        ternCommCount(comm, &n);
-        ternCommUserRank(comm, &rank);
+        // Asked once per communicator, as a caller of MPI_Sendrecv or ncclSend keeps its rank at hand.
+        static ternComm_t known = nullptr;
+        static int n = 0, rank = 0;
+        if (comm != known) {
+          ternCommCount(comm, &n);
+          ternCommUserRank(comm, &rank);
+          known = comm;
+        }
         ternGroupStart();
         ternSend(s, c, t, (rank + 1) % n, comm);
         ternRecv(r, c, t, (rank - 1 + n) % n, comm);

@@ -813,7 +813,14 @@ TERN_API ternResult_t ternGroupStart(void) {
 }
 
 TERN_API ternResult_t ternGroupEnd(void) {
-  std::vector<GroupedCall> ops;
+  // The thread's list of grouped calls, handed back to the next group cleared (closeGroup swaps) so that neither
+  // allocates; released at the end so that the calls' operations can be recycled.
+  thread_local std::vector<GroupedCall> grouped;
+  struct Release {
+    std::vector<GroupedCall>& calls;
+    ~Release() { calls.clear(); }
+  } release{grouped};
+  std::vector<GroupedCall>& ops = grouped;
   if (!closeGroup(&ops)) return record(ternInvalidUsage, "ternGroupEnd without ternGroupStart");
   if (ops.empty()) return ternSuccess;
   auto handleOf = [](const GroupedCall& call) { return static_cast<ternComm_t>(const_cast<void*>(call.handle)); };

@@ -821,10 +821,12 @@ ExecBuffers Communicator::buffersOf(const Operation& op, const Schedule& schedul
 }
 
 void Communicator::runPointToPoint(Operation& op) {
-  noteAlgorithm("p2p");
+  noteStaticAlgorithm("p2p");
   // Sends and receives to/from self pair up in order, by copy; everything else goes to the transport at once, so
-  // a group that sends to and receives from the same peer cannot deadlock.
-  std::vector<Transfer> transfers(op.transfers.size());
+  // a group that sends to and receives from the same peer cannot deadlock. Calls run one at a time (submit), so
+  // the transfers' states are the communicator's, kept between calls with their capacity.
+  std::vector<Transfer>& transfers = p2pTransfers_;
+  transfers.assign(op.transfers.size(), Transfer{});
   std::vector<const UserTransfer*> selfSends, selfRecvs;
   size_t pending = 0;
   for (size_t i = 0; i < op.transfers.size(); ++i) {
@@ -851,11 +853,20 @@ void Communicator::runPointToPoint(Operation& op) {
     }
     if (selfSends[i]->bytes > 0) std::memmove(selfRecvs[i]->data, selfSends[i]->data, selfSends[i]->bytes);
   }
-  auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+  // The deadline is set when a first wait of the transport's (up to 100 ms) comes back empty: transfers that complete
+  // without one, every small message, read no clock here.
+  std::optional<Clock::time_point> deadline;
   while (pending > 0) {
     if (aborted_.load()) throwError(ternRemoteError, "rank %d: send/recv aborted", rank_);
-    if (Clock::now() > deadline) throwError(ternTimeout, "rank %d: send/recv timed out (TERN_TIMEOUT)", rank_);
-    pending -= static_cast<size_t>(active().progress(100));
+    const int completed = active().progress(100);
+    pending -= static_cast<size_t>(completed);
+    if (pending == 0 || completed > 0) continue;
+    const Clock::time_point now = Clock::now();
+    if (!deadline) {
+      deadline = now + std::chrono::milliseconds(options_.timeoutMs);
+    } else if (now > *deadline) {
+      throwError(ternTimeout, "rank %d: send/recv timed out (TERN_TIMEOUT)", rank_);
+    }
   }
 }
 

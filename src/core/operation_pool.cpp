@@ -7,36 +7,43 @@ namespace tern {
 
 namespace {
 
+// Clears a recycled operation for its next call; its vectors keep their capacity (an alltoallv fills four of them
+// on every call, a point-to-point group its transfers).
+void clearForReuse(Operation& o) {
+  std::atomic_thread_fence(std::memory_order_acquire);  // pairs with the release of the last other holder
+  o.args.reset();
+  o.input = nullptr;
+  o.output = nullptr;
+  o.transfers.clear();
+  o.compressor = nullptr;
+  o.implicitCompression = false;
+  o.feedbackKey = nullptr;
+  o.gate = nullptr;
+  o.onFinish = nullptr;
+  o.done = false;
+  o.result = ternSuccess;
+  o.error.clear();
+}
+
+// A few spares per thread: a group (ternGroupStart/End) holds one operation per call until it ends, so a
+// send-and-receive pair needs two at once.
+constexpr size_t kSpares = 4;
+
 std::shared_ptr<Operation> freshOperation() {
-  thread_local std::shared_ptr<Operation> spare;
-  if (spare && spare.use_count() == 1) {
-    std::atomic_thread_fence(std::memory_order_acquire);  // pairs with the release of the last other holder
-    Operation& o = *spare;
-    // Fresh arguments, but the vectors keep their capacity: an alltoallv fills four of them on every call.
-    CollArgs fresh;
-    fresh.sendCounts = std::move(o.args.sendCounts);
-    fresh.sendDispls = std::move(o.args.sendDispls);
-    fresh.recvCounts = std::move(o.args.recvCounts);
-    fresh.recvDispls = std::move(o.args.recvDispls);
-    fresh.p2p = std::move(o.args.p2p);
-    for (auto* v : {&fresh.sendCounts, &fresh.sendDispls, &fresh.recvCounts, &fresh.recvDispls}) v->clear();
-    fresh.p2p.clear();
-    o.args = std::move(fresh);
-    o.input = nullptr;
-    o.output = nullptr;
-    o.transfers.clear();
-    o.compressor = nullptr;
-    o.implicitCompression = false;
-    o.feedbackKey = nullptr;
-    o.gate = nullptr;
-    o.onFinish = nullptr;
-    o.done = false;
-    o.result = ternSuccess;
-    o.error.clear();
-    return spare;
+  thread_local std::shared_ptr<Operation> spares[kSpares];
+  thread_local size_t next = 0;  // where the next new operation goes once every spare is in use
+  for (std::shared_ptr<Operation>& spare : spares) {
+    if (spare && spare.use_count() == 1) {
+      clearForReuse(*spare);
+      return spare;
+    }
   }
-  spare = std::make_shared<Operation>();
-  return spare;
+  for (std::shared_ptr<Operation>& spare : spares) {
+    if (!spare) return spare = std::make_shared<Operation>();
+  }
+  std::shared_ptr<Operation>& replaced = spares[next];
+  next = (next + 1) % kSpares;
+  return replaced = std::make_shared<Operation>();
 }
 
 }  // namespace

@@ -9,8 +9,8 @@
 
 namespace tern {
 
-// A cleared operation for one call: the thread's spare when no one else holds it any more (no request handle, no
-// queue, no worker still finishing it), else a new one that becomes the spare.
+// A cleared operation for one call: one of the thread's spares that no one else holds any more (no request handle,
+// no queue, no worker still finishing it, no open group), else a new one that becomes a spare.
 std::shared_ptr<Operation> newOperation(Collective coll, const void* input, void* output, size_t count,
                                         ternDataType_t dtype, ternRedOp_t op, int root);
 

@@ -52,6 +52,19 @@ struct CollArgs {
   std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
   // Point-to-point group.
   std::vector<PointToPoint> p2p;
+
+  // Back to the defaults above, the vectors emptied but keeping their capacity (recycled operations,
+  // core/operation_pool.cpp); a field added above is reset here too.
+  void reset() {
+    coll = Collective::kAllReduce;
+    count = 0;
+    dtype = ternFloat32;
+    op = ternSum;
+    root = 0;
+    inPlace = false;
+    for (auto* v : {&sendCounts, &sendDispls, &recvCounts, &recvDispls}) v->clear();
+    p2p.clear();
+  }
 };
 
 // Sizes in bytes of the user's input and output buffers of a call (what schedules may reach into): AllGather's

@@ -55,15 +55,25 @@ void ShmTransport::startRecv(int peer, const MemRef& dst, Transfer* transfer) {
 }
 
 void ShmTransport::notify(int peer) {
+  peers_[peer].moved = true;
+  notifyMoved();
+}
+
+void ShmTransport::notifyMoved() {
   // Stored only when it changed: the line is one that peers poll, and a store would take it from them every time.
   std::atomic<int32_t>& cpu = mesh_->ctrl(rank_).cpu;
   if (const int now = currentCpu(); cpu.load(std::memory_order_relaxed) != now)
     cpu.store(now, std::memory_order_relaxed);
-  // Pairs with the sleeper's "register, then re-check the rings" (see futex.hpp): our ring update must be visible
-  // before we look at its waiter count.
+  // Pairs with the sleeper's "register, then re-check the rings" (see futex.hpp): our ring updates must be visible
+  // before we look at the waiter counts. The fence waits for those stores to reach the peers, a cache-line round
+  // trip: one per pass, not one per ring moved.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  RankControl& c = mesh_->ctrl(peer);
-  if (c.doorbellWaiters.load(std::memory_order_relaxed) != 0) ring(c.doorbell, c.doorbellWaiters);
+  for (int p : mesh_->localPeers()) {
+    if (!peers_[p].moved) continue;
+    peers_[p].moved = false;
+    RankControl& c = mesh_->ctrl(p);
+    if (c.doorbellWaiters.load(std::memory_order_relaxed) != 0) ring(c.doorbell, c.doorbellWaiters);
+  }
 }
 
 int ShmTransport::pushSends(int peer, PeerState& s) {
@@ -106,7 +116,7 @@ int ShmTransport::pushSends(int peer, PeerState& s) {
     ring->head.value.store(s.head, std::memory_order_release);
     produced = true;
   }
-  if (produced) notify(peer);
+  if (produced) s.moved = true;  // pass() wakes the peer if it sleeps
   return completed;
 }
 
@@ -197,7 +207,7 @@ int ShmTransport::pullRecvs(int peer, PeerState& s) {
     }
     if (s.tail == head) head = ring->head.value.load(std::memory_order_acquire);
   }
-  if (consumed) notify(peer);
+  if (consumed) s.moved = true;  // pass() wakes the peer if it sleeps
   return completed;
 }
 
@@ -249,12 +259,20 @@ int ShmTransport::pass() {
   throwIfFailed();
   if (pending_ == 0) return 0;
   int completed = 0;
-  for (int p : mesh_->localPeers()) {
-    PeerState& s = peers_[p];
-    if (!s.sends.empty()) completed += pushSends(p, s);
-    if (!s.acks.empty()) completed += reapAcks(p, s);
-    if (!s.recvs.empty()) completed += pullRecvs(p, s);
+  bool moved = false;
+  try {
+    for (int p : mesh_->localPeers()) {
+      PeerState& s = peers_[p];
+      if (!s.sends.empty()) completed += pushSends(p, s);
+      if (!s.acks.empty()) completed += reapAcks(p, s);
+      if (!s.recvs.empty()) completed += pullRecvs(p, s);
+      moved = moved || s.moved;
+    }
+  } catch (...) {
+    notifyMoved();  // a receive that failed (bad bytes, a peer gone) after others moved: those peers still hear
+    throw;
   }
+  if (moved) notifyMoved();
   pending_ -= static_cast<size_t>(completed);
   return completed;
 }

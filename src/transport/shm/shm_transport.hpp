@@ -74,6 +74,7 @@ class ShmTransport : public Transport {
     std::deque<RecvOp> recvs;
     uint64_t head = 0;  // our ring to the peer: slots produced (we are its only writer)
     uint64_t tail = 0;  // the peer's ring to us: slots consumed (we are its only writer)
+    bool moved = false;  // this pass produced into or consumed from a ring shared with the peer: wake it if asleep
   };
 
   int pass();
@@ -83,6 +84,8 @@ class ShmTransport : public Transport {
   void readRendezvous(int peer, RingHeader& ring, uint64_t slot, RecvOp& r, const SlotHeader& h);
   void copyRendezvous(int peer, RecvOp& r, const SlotHeader& h);
   void notify(int peer);
+  // notify() for every peer whose rings this pass moved, with one fence for all of them.
+  void notifyMoved();
   void throwIfFailed();
   // Once per sleep slice: throws for a peer that is gone with our transfers to it pending, after a last pass picks
   // up what it delivered before it went; returns the transfers that pass completed (they must be reported too).
