@@ -1,14 +1,14 @@
 // The per-thread operation pool (src/core/operation_pool.cpp): an operation comes back cleared for the next call,
 // is never handed out while anyone else holds it, and a group's send and receive (held together until the group
 // ends) are both recycled afterwards instead of allocated anew.
+#include "core/operation_pool.hpp"
+
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <set>
 #include <thread>
 #include <vector>
-
-#include "core/operation_pool.hpp"
 
 namespace tern {
 namespace {

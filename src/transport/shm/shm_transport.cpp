@@ -24,10 +24,12 @@ constexpr size_t kRendezvousPiece = 4u << 20;
 constexpr int kSleepSliceMs = 10;
 
 std::atomic<bool> gRendezvous{true};
+std::atomic<uint64_t> gRendezvousSends{0};
 
 }  // namespace
 
 void ShmTransport::setRendezvousForTesting(bool enabled) { gRendezvous.store(enabled); }
+uint64_t ShmTransport::rendezvousSendsForTesting() { return gRendezvousSends.load(); }
 
 ShmTransport::ShmTransport(Mesh* mesh, Watchdog* dog, const SpinPolicy& spin)
     : mesh_(mesh),
@@ -41,8 +43,10 @@ void ShmTransport::startSend(int peer, const ConstMemRef& src, Transfer* transfe
   transfer->done = false;
   transfer->bytes = src.bytes;
   SendOp op{transfer, static_cast<const char*>(src.data), src.bytes};
-  op.rendezvous =
-      src.bytes >= kRendezvousBytes && mesh_->peer(peer).cmaTo && gRendezvous.load(std::memory_order_relaxed);
+  const PeerView& v = mesh_->peer(peer);
+  op.rendezvous = src.bytes >= kRendezvousBytes && v.cmaTo && (v.sameProcess || !mesh_->kernelCopiesSlow()) &&
+                  gRendezvous.load(std::memory_order_relaxed);
+  if (op.rendezvous) gRendezvousSends.fetch_add(1, std::memory_order_relaxed);
   peers_[peer].sends.push_back(op);
   ++pending_;
 }
@@ -273,6 +277,7 @@ int ShmTransport::pass() {
     throw;
   }
   if (moved) notifyMoved();
+  movedLastPass_ = moved;
   pending_ -= static_cast<size_t>(completed);
   return completed;
 }
@@ -318,12 +323,16 @@ int ShmTransport::progress(int waitMs) {
   const bool spins = spin_.ns() > 0 && pendingPeerOnAnotherCpu();
   if (spins) {
     auto end = start + std::chrono::nanoseconds(spin_.ns());
-    while (Clock::now() < end) {
+    for (auto now = start; now < end; now = Clock::now()) {
       for (int i = 0; i < 16; ++i) cpuRelax();
       if ((completed = pass()) > 0) {
         spin_.succeeded();
         return completed;
       }
+      // Slots moved but no message ended: a message longer than the spin is streaming through the rings. The spin
+      // goes on while it does (as the TCP transport's does while bytes move); sleeping now would cost a wake-up per
+      // slot for the rest of the message.
+      if (movedLastPass_) end = now + std::chrono::nanoseconds(spin_.ns());
     }
   } else if (const int64_t yieldNs = spin_.policy().yieldPollNs; yieldNs > 0) {
     // Ranks outnumber the CPUs: the peer is most likely runnable but queued, often on our CPU; yielding runs it at

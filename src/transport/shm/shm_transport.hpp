@@ -39,10 +39,14 @@ class ShmTransport : public Transport {
   bool sameHost(int peer) const override { return mesh_->peer(peer).local; }
 
   // Messages at least this long go by rendezvous to peers that can read our memory: from the first size that does
-  // not fit one ring slot, one kernel copy beats two through the slots (2 ranks exchanging 32-128 KB: 1.5-2.5x).
+  // not fit one ring slot, one kernel copy beats two through the slots (2 ranks exchanging 32-128 KB: 1.5-2.5x),
+  // unless the host's kernel copies run under half of memcpy's rate (Mesh::kernelCopiesSlow: a rank of the host
+  // measured it at setup), where the two copies through the slots are the faster way between processes.
   static constexpr size_t kRendezvousBytes = kRingSlotBytes;
   // Tests turn rendezvous off to push long messages through the ring between threads of one process.
   static void setRendezvousForTesting(bool enabled);
+  // Sends of this process that went by rendezvous so far (tests check which way long messages took).
+  static uint64_t rendezvousSendsForTesting();
 
  protected:
   void startSend(int peer, const ConstMemRef& src, Transfer* transfer) override;
@@ -72,8 +76,8 @@ class ShmTransport : public Transport {
     std::deque<SendOp> sends;
     std::deque<AckWait> acks;
     std::deque<RecvOp> recvs;
-    uint64_t head = 0;  // our ring to the peer: slots produced (we are its only writer)
-    uint64_t tail = 0;  // the peer's ring to us: slots consumed (we are its only writer)
+    uint64_t head = 0;   // our ring to the peer: slots produced (we are its only writer)
+    uint64_t tail = 0;   // the peer's ring to us: slots consumed (we are its only writer)
     bool moved = false;  // this pass produced into or consumed from a ring shared with the peer: wake it if asleep
   };
 
@@ -99,6 +103,7 @@ class ShmTransport : public Transport {
   size_t payload_;  // bytes per slot after the header
   std::vector<PeerState> peers_;
   size_t pending_ = 0;
+  bool movedLastPass_ = false;  // the last pass() moved a ring (bytes flow, even if no transfer completed)
   Clock::time_point lastProbe_;
 };
 
