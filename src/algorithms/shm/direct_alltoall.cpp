@@ -30,6 +30,7 @@
 #include "base/copy_bytes.hpp"
 #include "base/dtype.hpp"
 #include "base/error.hpp"
+#include "transport/shm/stream_copy.hpp"
 
 namespace tern::shm {
 
@@ -244,9 +245,18 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   auto pushedOf = [&](int p, int q) { return pushed[static_cast<size_t>(p) * static_cast<size_t>(n) + q]; };
 
   // Own block, then every peer's: inline from its slot, or read in place / by CMA (what its sender does not write).
+  // An output larger than the caches is written with streaming stores where this rank copies it in full (its own
+  // block, the staged rounds): ordinary stores would read every line of it from memory first.
+  const bool streamOut = shmOutputBytes(a, n) >= streamingOutputBytes();
   const size_t ownBytes = sendCount(a, me) * e;
-  if (ownBytes > 0 && c.out + recvDispl(a, me) * e != blockFor(me)) {
-    std::memmove(c.out + recvDispl(a, me) * e, blockFor(me), ownBytes);
+  char* ownDst = c.out + recvDispl(a, me) * e;
+  if (ownBytes > 0 && ownDst != blockFor(me)) {
+    const bool apart = ownDst + ownBytes <= blockFor(me) || blockFor(me) + ownBytes <= ownDst;
+    if (streamOut && apart) {
+      streamCopy(ownDst, blockFor(me), ownBytes);
+    } else {
+      std::memmove(ownDst, blockFor(me), ownBytes);
+    }
   }
   for (int i = 1; i < n; ++i) {
     const int p = (me + i) % n;
@@ -308,8 +318,8 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
       const size_t bytes = recvCount(a, p) * e;  // checked equal to what p sends
       if (begin >= bytes) continue;
       c.wait(p, &RankControl::in, g + 1, "alltoall staged block");
-      copyBytes(c.out + recvDispl(a, p) * e + begin, c.stage(p, g) + static_cast<size_t>(me) * piece,
-                std::min(piece, bytes - begin));
+      copyOut(c.out + recvDispl(a, p) * e + begin, c.stage(p, g) + static_cast<size_t>(me) * piece,
+              std::min(piece, bytes - begin), streamOut);
     }
     c.post(&RankControl::done, g + 1);
   }
