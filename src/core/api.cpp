@@ -449,8 +449,14 @@ ternResult_t pointToPoint(bool isSend, const void* buf, size_t count, ternDataTy
     size_t bytes = checkedBytes(count, 1, dt, fn);
     checkRank(peer, c.size(), fn, "peer");
     checkBuffer(buf, count, fn, isSend ? "sendbuff" : "recvbuff");
+    const UserTransfer transfer{isSend, peer, const_cast<void*>(buf), bytes};
+    // In a group, after another send or receive on this communicator: one more transfer of that batch.
+    if (appendToGroupedBatch(comm, transfer, how.streamOrdered, how.stream)) {
+      if (how.request != nullptr) *how.request = nullptr;
+      return ternSuccess;
+    }
     auto o = newOperation(Collective::kPointToPoint, nullptr, nullptr, count, dt, ternSum, 0);
-    o->transfers.push_back({isSend, peer, const_cast<void*>(buf), bytes});
+    o->transfers.push_back(transfer);
     return launch(comm, *ref, o, how);
   });
 }

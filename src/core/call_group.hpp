@@ -25,6 +25,10 @@ bool groupOpen();
 // together.
 void recordInGroup(const void* handle, std::shared_ptr<Operation> op, bool streamOrdered = false,
                    void* stream = nullptr);
+// Adds a point-to-point transfer to the open group's last call when that is a point-to-point batch on the same
+// handle (and stream) already, without an operation of its own; false when it is not (the caller then records one).
+bool appendToGroupedBatch(const void* handle, const UserTransfer& transfer, bool streamOrdered = false,
+                          void* stream = nullptr);
 // Closes a group: false when none is open; otherwise true, with *toRun the calls to run now when it was the
 // outermost (empty while still nested).
 bool closeGroup(std::vector<GroupedCall>* toRun);
