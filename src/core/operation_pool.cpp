@@ -25,8 +25,8 @@ void clearForReuse(Operation& o) {
   o.error.clear();
 }
 
-// A few spares per thread: a group (ternGroupStart/End) holds one operation per call until it ends, so a
-// send-and-receive pair needs two at once.
+// A few spares per thread: a group (ternGroupStart/End) holds its calls' operations until it ends (a batch of sends
+// and receives is one), and an asynchronous call's until its request is freed.
 constexpr size_t kSpares = 4;
 
 std::shared_ptr<Operation> freshOperation() {
