@@ -25,11 +25,10 @@ size_t payloadBytes(const DirectCall& c) {
   const CollArgs& a = *c.args;
   switch (a.coll) {
     case Collective::kReduceScatter:
+    case Collective::kAlltoAll:
       return a.count * c.esize * static_cast<size_t>(c.n);
     case Collective::kBarrier:
       return 0;
-    case Collective::kAlltoAll:
-      return a.count * c.esize * static_cast<size_t>(c.n);
     default:
       return a.count * c.esize;
   }
@@ -56,8 +55,8 @@ void smallCollective(DirectCall& c, uint32_t seq) {
     // Only the blocks for peers: each reads its own at its rank's offset.
     char* area = c.mesh->small(me, half);
     for (int p = 0; p < n && blockBytes > 0; ++p) {
-      if (p != me)
-        copyBytes(area + blockBytes * static_cast<size_t>(p), c.in + blockBytes * static_cast<size_t>(p), blockBytes);
+      const size_t at = blockBytes * static_cast<size_t>(p);
+      if (p != me) copyBytes(area + at, c.in + at, blockBytes);
     }
   } else if (contributes && bytes > 0) {
     copyBytes(inlined ? line.payload : c.mesh->small(me, half), c.in, bytes);
