@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -62,12 +63,19 @@ void forgeSlot(char* producerSegment, int to, const SlotHeader& h) {
   const shm::Layout layout = shm::Layout::forRanks(2);
   auto* ring = reinterpret_cast<shm::RingHeader*>(producerSegment + layout.ringsOffset +
                                                   static_cast<size_t>(to) * layout.ringBytes);
-  const uint64_t head = ring->head.value.load();
-  char* slot =
-      reinterpret_cast<char*>(ring) + sizeof(shm::RingHeader) + (head % layout.ringSlots) * shm::kRingSlotBytes;
-  std::memcpy(slot, &h, sizeof(h));
+  char* slots = reinterpret_cast<char*>(ring) + sizeof(shm::RingHeader);
+  // Each slot holds 1 + the index it was last filled for: the highest of them is the count the producer filled.
+  uint64_t head = 0;
+  for (uint32_t i = 0; i < layout.ringSlots; ++i) {
+    head = std::max(head, std::atomic_ref<uint64_t>(reinterpret_cast<SlotHeader*>(slots + i * shm::kRingSlotBytes)->seq)
+                              .load(std::memory_order_acquire));
+  }
+  char* slot = slots + (head % layout.ringSlots) * shm::kRingSlotBytes;
+  SlotHeader forged = h;
+  forged.seq = 0;
+  std::memcpy(slot, &forged, sizeof(forged));
   std::memset(slot + sizeof(SlotHeader), 0x5a, shm::kRingSlotBytes - sizeof(SlotHeader));
-  ring->head.value.store(head + 1, std::memory_order_release);
+  std::atomic_ref<uint64_t>(reinterpret_cast<SlotHeader*>(slot)->seq).store(head + 1, std::memory_order_release);
 }
 
 struct Corruption {
@@ -80,13 +88,13 @@ constexpr size_t kSlotPayload = shm::kRingSlotBytes - sizeof(SlotHeader);
 
 std::vector<Corruption> corruptions() {
   return {
-      {"bytes beyond the slot", {SlotKind::kFirst, 1u << 20, kRecvBytes, 0}},
+      {"bytes beyond the slot", {SlotKind::kFirst, 1u << 20, kRecvBytes, 0, 0}},
       {"bytes within the slot, beyond the receive",
-       {SlotKind::kFirst, static_cast<uint32_t>(kSlotPayload), kRecvBytes, 0}},
-      {"bytes short of the message", {SlotKind::kFirst, 32, kRecvBytes, 0}},
-      {"unknown kind", {static_cast<SlotKind>(77), static_cast<uint32_t>(kRecvBytes), kRecvBytes, 0}},
-      {"continuation first", {SlotKind::kMore, static_cast<uint32_t>(kRecvBytes), kRecvBytes, 0}},
-      {"rendezvous with payload", {SlotKind::kRendezvous, 100, kRecvBytes, 0}},
+       {SlotKind::kFirst, static_cast<uint32_t>(kSlotPayload), kRecvBytes, 0, 0}},
+      {"bytes short of the message", {SlotKind::kFirst, 32, kRecvBytes, 0, 0}},
+      {"unknown kind", {static_cast<SlotKind>(77), static_cast<uint32_t>(kRecvBytes), kRecvBytes, 0, 0}},
+      {"continuation first", {SlotKind::kMore, static_cast<uint32_t>(kRecvBytes), kRecvBytes, 0, 0}},
+      {"rendezvous with payload", {SlotKind::kRendezvous, 100, kRecvBytes, 0, 0}},
   };
 }
 

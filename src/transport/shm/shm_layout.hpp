@@ -16,7 +16,8 @@
 namespace tern::shm {
 
 constexpr uint64_t kSegmentMagic = 0x6d68732d6e726574ull;  // "tern-shm"
-constexpr uint32_t kLayoutVersion = 3;                     // 2: RankControl::left; 3: RingHeader::reading
+// 2: RankControl::left; 3: RingHeader::reading; 4: slots carry their sequence number (no ring head)
+constexpr uint32_t kLayoutVersion = 4;
 constexpr size_t kLine = 64;
 constexpr size_t kPage = 4096;
 
@@ -136,8 +137,9 @@ struct alignas(kLine) RingIndex {
   std::atomic<uint64_t> value;
 };
 
+// A ring's slots say themselves whether they are filled (SlotHeader::seq), so the consumer polls the line it is
+// about to read and no separate "produced" index crosses between the two CPUs per message.
 struct RingHeader {
-  RingIndex head;  // slots produced (written by the producer)
   RingIndex tail;  // slots consumed (written by the consumer)
   // Written by the consumer: 1 + the index of the rendezvous slot whose sender buffer it is reading, 0 otherwise.
   // A sender whose call failed raises RankControl::left and then waits for this to clear before its caller gets
@@ -152,6 +154,10 @@ struct alignas(kLine) SlotHeader {
   uint32_t bytes;     // payload bytes in this slot
   uint64_t msgBytes;  // whole message (kFirst, kRendezvous)
   uint64_t addr;      // kRendezvous: the sender's buffer, in the sender's address space
+  // 1 + the ring index of the slot's current contents, stored last (release) by the producer once the rest of the
+  // slot is written: the consumer at index i reads the slot only when this is i + 1. Accessed through atomic_ref so
+  // that the header stays a plain struct the consumer can copy.
+  uint64_t seq;
 };
 
 struct Layout {

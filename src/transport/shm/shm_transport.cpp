@@ -83,13 +83,14 @@ void ShmTransport::notifyMoved() {
 int ShmTransport::pushSends(int peer, PeerState& s) {
   RingHeader* ring = mesh_->ring(rank_, peer);
   const uint64_t slots = mesh_->layout().ringSlots;
-  uint64_t tail = ring->tail.value.load(std::memory_order_acquire);
   int completed = 0;
   bool produced = false;
   while (!s.sends.empty()) {
-    if (s.head - tail >= slots) {
-      tail = ring->tail.value.load(std::memory_order_acquire);
-      if (s.head - tail >= slots) break;
+    // The consumer's index is read only when the ring looks full: it is a line the consumer writes per message, and
+    // reading it every time would cost a transfer between the two CPUs per message.
+    if (s.head - s.tailSeen >= slots) {
+      s.tailSeen = ring->tail.value.load(std::memory_order_acquire);
+      if (s.head - s.tailSeen >= slots) break;
     }
     SendOp& op = s.sends.front();
     char* slot = mesh_->ringSlot(rank_, peer, s.head);
@@ -115,9 +116,9 @@ int ShmTransport::pushSends(int peer, PeerState& s) {
         s.sends.pop_front();
       }
     }
-    ++s.head;
     // Publish slot by slot: the consumer starts copying out while we fill the next one.
-    ring->head.value.store(s.head, std::memory_order_release);
+    std::atomic_ref<uint64_t>(h->seq).store(s.head + 1, std::memory_order_release);
+    ++s.head;
     produced = true;
   }
   if (produced) s.moved = true;  // pass() wakes the peer if it sleeps
@@ -126,7 +127,8 @@ int ShmTransport::pushSends(int peer, PeerState& s) {
 
 int ShmTransport::reapAcks(int peer, PeerState& s) {
   if (s.acks.empty()) return 0;
-  uint64_t tail = mesh_->ring(rank_, peer)->tail.value.load(std::memory_order_acquire);
+  const uint64_t tail = mesh_->ring(rank_, peer)->tail.value.load(std::memory_order_acquire);
+  s.tailSeen = tail;
   int completed = 0;
   while (!s.acks.empty() && s.acks.front().slot < tail) {
     s.acks.front().transfer->done = true;
@@ -185,12 +187,13 @@ void ShmTransport::readRendezvous(int peer, RingHeader& ring, uint64_t slot, Rec
 
 int ShmTransport::pullRecvs(int peer, PeerState& s) {
   RingHeader* ring = mesh_->ring(peer, rank_);
-  uint64_t head = ring->head.value.load(std::memory_order_acquire);
   int completed = 0;
   bool consumed = false;
-  while (!s.recvs.empty() && s.tail < head) {
+  while (!s.recvs.empty()) {
     RecvOp& r = s.recvs.front();
-    const char* slot = mesh_->ringSlot(peer, rank_, s.tail);
+    char* slot = mesh_->ringSlot(peer, rank_, s.tail);
+    auto* filled = &reinterpret_cast<SlotHeader*>(slot)->seq;
+    if (std::atomic_ref<uint64_t>(*filled).load(std::memory_order_acquire) != s.tail + 1) break;
     // The header is the peer's to write: copied once, checked against this receive, and only the copy is used.
     const SlotHeader h = wire::readSlotHeader(slot);
     wire::checkSlotHeader(h, r.started, r.bytes, r.offset, payload_, rank_, peer);
@@ -209,7 +212,6 @@ int ShmTransport::pullRecvs(int peer, PeerState& s) {
       s.recvs.pop_front();
       ++completed;
     }
-    if (s.tail == head) head = ring->head.value.load(std::memory_order_acquire);
   }
   if (consumed) s.moved = true;  // pass() wakes the peer if it sleeps
   return completed;
