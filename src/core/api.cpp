@@ -41,6 +41,7 @@ struct ternComm {
   static constexpr uint64_t kLive = 0x7465726e636f6d6dull;       // "terncomm"
   static constexpr uint64_t kDestroyed = 0x646561642d636f6dull;  // "dead-com"
   std::atomic<uint64_t> magic{kLive};
+  int nranks = 0;                            // impl's size, fixed for its life: checked without taking a reference
   std::mutex mutex;                          // guards impl against a concurrent destroy
   std::shared_ptr<tern::Communicator> impl;  // null once destroyed
 };
@@ -83,13 +84,18 @@ using CommRef = std::shared_ptr<Communicator>;
 
 // The communicator behind comm, with a reference held for the call; NULL, destroyed or foreign handles are invalid
 // arguments.
-CommRef acquireComm(ternComm_t comm, const char* fn) {
+// checkLive: the handle's checks alone, for calls that only record work in a group (ternGroupEnd takes the reference).
+void checkLive(ternComm_t comm, const char* fn) {
   if (comm == nullptr) throwError(ternInvalidArgument, "%s: comm is NULL", fn);
   if (comm->magic.load(std::memory_order_acquire) != ternComm::kLive) {
     throwError(ternInvalidArgument,
                "%s: comm %p was destroyed (ternCommDestroy/ternCommAbort) or is not a communicator", fn,
                static_cast<void*>(comm));
   }
+}
+
+CommRef acquireComm(ternComm_t comm, const char* fn) {
+  checkLive(comm, fn);
   std::lock_guard<std::mutex> lock(comm->mutex);
   if (!comm->impl) throwError(ternInvalidArgument, "%s: comm %p was destroyed", fn, static_cast<void*>(comm));
   return comm->impl;
@@ -444,10 +450,17 @@ ternResult_t pointToPoint(bool isSend, const void* buf, size_t count, ternDataTy
                           Launch how) {
   return guarded([&] {
     const char* fn = isSend ? "ternSend" : "ternRecv";
-    const CommRef ref = acquireComm(comm, fn);
-    Communicator& c = *ref;
+    // Inside a group the call is only recorded, and ternGroupEnd takes the communicator (and finds it destroyed, if
+    // it was meanwhile): a live handle and its size are all there is to check, without a reference of its own.
+    const bool grouped = groupOpen();
+    CommRef ref;
+    if (grouped) {
+      checkLive(comm, fn);
+    } else {
+      ref = acquireComm(comm, fn);
+    }
     size_t bytes = checkedBytes(count, 1, dt, fn);
-    checkRank(peer, c.size(), fn, "peer");
+    checkRank(peer, comm->nranks, fn, "peer");
     checkBuffer(buf, count, fn, isSend ? "sendbuff" : "recvbuff");
     const UserTransfer transfer{isSend, peer, const_cast<void*>(buf), bytes};
     // In a group, after another send or receive on this communicator: one more transfer of that batch.
@@ -457,6 +470,11 @@ ternResult_t pointToPoint(bool isSend, const void* buf, size_t count, ternDataTy
     }
     auto o = newOperation(Collective::kPointToPoint, nullptr, nullptr, count, dt, ternSum, 0);
     o->transfers.push_back(transfer);
+    if (grouped) {
+      if (how.request != nullptr) *how.request = nullptr;
+      recordInGroup(comm, std::move(o), how.streamOrdered, how.stream);
+      return ternSuccess;
+    }
     return launch(comm, *ref, o, how);
   });
 }
@@ -471,6 +489,7 @@ ternResult_t barrier(ternComm_t comm, Launch how) {
 // The handle for a communicator just made.
 ternComm_t newHandle(std::unique_ptr<Communicator> made) {
   auto handle = std::make_unique<ternComm>();
+  handle->nranks = made->size();
   handle->impl = Communicator::share(std::move(made));
   return handle.release();
 }

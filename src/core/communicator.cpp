@@ -827,7 +827,10 @@ void Communicator::runPointToPoint(Operation& op) {
   // the transfers' states are the communicator's, kept between calls with their capacity.
   std::vector<Transfer>& transfers = p2pTransfers_;
   transfers.assign(op.transfers.size(), Transfer{});
-  std::vector<const UserTransfer*> selfSends, selfRecvs;
+  std::vector<const UserTransfer*>& selfSends = p2pSelfSends_;
+  std::vector<const UserTransfer*>& selfRecvs = p2pSelfRecvs_;
+  selfSends.clear();
+  selfRecvs.clear();
   size_t pending = 0;
   for (size_t i = 0; i < op.transfers.size(); ++i) {
     const UserTransfer& t = op.transfers[i];

@@ -231,7 +231,9 @@ class Communicator {
   mutable std::mutex lastAlgorithmMutex_;  // the call runs on the worker thread, the question comes from the user's
   std::string lastAlgorithm_;
   std::atomic<const char*> lastStaticAlgorithm_{nullptr};  // set: it, not lastAlgorithm_, names the last call
-  std::vector<Transfer> p2pTransfers_;  // runPointToPoint's transfer states, reused from call to call
+  // runPointToPoint's transfer states and its sends to / receives from self, reused from call to call.
+  std::vector<Transfer> p2pTransfers_;
+  std::vector<const UserTransfer*> p2pSelfSends_, p2pSelfRecvs_;
   std::map<ScheduleKey, std::shared_ptr<const Schedule>> scheduleCache_;
   std::unique_ptr<char[], void (*)(void*)> scratch_{nullptr, nullptr};
   size_t scratchBytes_ = 0;

@@ -28,7 +28,11 @@ class RoutedTransport : public Transport {
   }
   int progress(int waitMs) override {
     int done = 0;
-    for (Transport* m : members_) done += m->progress(0);
+    // Only members with transfers posted: an idle one has nothing to move, and a pass over its sockets or rings on
+    // every look would tax the busy one's latency.
+    for (Transport* m : members_) {
+      if (m->hasPending()) done += m->progress(0);
+    }
     if (done > 0 || waitMs <= 0) return done;
     // Sleep in the one transport that has work; with work on several, take short turns so none starves.
     Transport* busy = nullptr;
