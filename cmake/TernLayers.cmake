@@ -15,6 +15,15 @@ target_include_directories(tern_layer_settings
 target_link_libraries(tern_layer_settings INTERFACE Threads::Threads nlohmann_json::nlohmann_json pugixml::pugixml
                                                     OpenSSL::Crypto)
 target_compile_definitions(tern_layer_settings INTERFACE TERN_BUILDING_LIBRARY=1)
+# Thread-local state (call groups, recycled operations) is read on every call. In a shared library the default
+# access goes through __tls_get_addr; TLS descriptors cost a load once the loader placed the block, and still work
+# when libtern is dlopen()ed (the PyTorch extension). GCC on x86-64 only; tools/lint.sh drops the flag for
+# clang-tidy, whose clang may not know it.
+include(CheckCXXCompilerFlag)
+check_cxx_compiler_flag(-mtls-dialect=gnu2 TERN_HAVE_TLS_DESCRIPTORS)
+if(TERN_HAVE_TLS_DESCRIPTORS AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  target_compile_options(tern_layer_settings INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-mtls-dialect=gnu2>)
+endif()
 if(HWLOC_FOUND)
   target_link_libraries(tern_layer_settings INTERFACE PkgConfig::HWLOC)
   target_compile_definitions(tern_layer_settings INTERFACE TERN_HAVE_HWLOC=1)
