@@ -92,7 +92,9 @@ Layout layoutFor(int r, int n, bool uneven, size_t count) {
 constexpr unsigned char kUntouched = 0x5a;
 
 // Runs one alltoall (uneven: alltoallv) on this rank and checks its output against the reference blocks.
-ternResult_t runAndCheck(ternComm_t comm, int r, int n, ternDataType_t t, size_t count, bool uneven, bool inPlace) {
+// registered: the input (out of place) is ternMemAlloc memory, which peers on the host map.
+ternResult_t runAndCheck(ternComm_t comm, int r, int n, ternDataType_t t, size_t count, bool uneven, bool inPlace,
+                         bool registered = false) {
   const size_t e = ref::elementSize(t);
   const Layout l = layoutFor(r, n, uneven, count);
   const size_t bufElems = std::max(l.sendExtent, l.recvExtent);
@@ -108,6 +110,19 @@ ternResult_t runAndCheck(ternComm_t comm, int r, int n, ternDataType_t t, size_t
     std::memcpy(out, send.data(), l.sendExtent * e);
     in = out;
   }
+  void* mem = nullptr;
+  if (registered && !inPlace) {
+    EXPECT_EQ(ternMemAlloc(&mem, send.size()), ternSuccess) << ternGetLastError(nullptr);
+    if (mem == nullptr) return ternSystemError;
+    std::memcpy(mem, send.data(), send.size());
+    in = static_cast<const char*>(mem);
+  }
+  struct Free {
+    void* p;
+    ~Free() {
+      if (p != nullptr) ternMemFree(p);
+    }
+  } freeMem{mem};
   ternResult_t res;
   if (uneven) {
     res = ternAlltoAllv(in, l.sendCounts.data(), l.sendDispls.data(), out, l.recvCounts.data(), l.recvDispls.data(), t,
@@ -385,6 +400,27 @@ TEST(ShmAlltoAllChild, DISABLED_ProcessRankRunsTheForcedForm) {
   ternComm_t comm = nullptr;
   ASSERT_EQ(ternCommInitRankConfig(&comm, 2, id, rank, &config), ternSuccess) << ternGetLastError(nullptr);
   shm::countRunsForTesting(true);
+  if (std::getenv("SHM_ALLTOALL_TEST_REGISTERED") != nullptr) {
+    // Every rank's input from ternMemAlloc: peers map it and copy their blocks out in one plain copy, whatever the
+    // kernel's copies cost here (the ranks are told they are slow, so CMA is avoided) and at every size beyond the
+    // inline one, alltoall and MoE-shaped alltoallv alike.
+    uint64_t calls = 0;
+    for (const size_t count : {size_t{70000}, kLarge}) {
+      for (const bool uneven : {false, true}) {
+        ASSERT_EQ(runAndCheck(comm, rank, 2, ternFloat32, count, uneven, false, true), ternSuccess)
+            << ternGetLastError(comm);
+        ++calls;
+      }
+    }
+    EXPECT_EQ(runs(ShmAlgorithm::kMapped), calls);
+    EXPECT_EQ(runs(ShmAlgorithm::kCma) + runs(ShmAlgorithm::kPipelined), 0u);
+    // One rank's input ordinary: nobody can map every input, and the call stages on both.
+    ASSERT_EQ(runAndCheck(comm, rank, 2, ternFloat32, 70000, false, false, rank == 0), ternSuccess)
+        << ternGetLastError(comm);
+    EXPECT_EQ(runs(ShmAlgorithm::kPipelined), 1u);
+    ternCommDestroy(comm);
+    return;
+  }
   if (forced == ShmAlgorithm::kNone) {
     // The default between processes: inline for small blocks, CMA beyond a slot where the host allows it.
     ASSERT_EQ(runAndCheck(comm, rank, 2, ternFloat32, 1023, false, false), ternSuccess) << ternGetLastError(comm);
@@ -483,6 +519,14 @@ TEST(ShmAlltoAll, ProcessRanksReadByCma) {
     EXPECT_EQ(codes[0], 0) << (forced ? "forced" : "default");
     EXPECT_EQ(codes[1], 0) << (forced ? "forced" : "default");
   }
+}
+
+TEST(ShmAlltoAll, ProcessRanksMapRegisteredInputsAndCopyOnce) {
+  if (!shm::kAlltoAllDispatched) GTEST_SKIP() << "DirectCollectives does not dispatch all-to-all yet";
+  const std::vector<int> codes =
+      runProcessPair({"SHM_ALLTOALL_TEST_REGISTERED=1", "TERN_SHM_KERNEL_COPY_RATIO=0.1"});
+  EXPECT_EQ(codes[0], 0);
+  EXPECT_EQ(codes[1], 0);
 }
 
 TEST(ShmAlltoAll, OneRankWithSlowKernelCopiesMakesEveryRankStage) {

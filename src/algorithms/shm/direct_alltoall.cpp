@@ -8,8 +8,10 @@
 // know every pair's sizes and capabilities and decide alike how the rest moves:
 //   - inline blocks are copied out of the sender's slot (two copies, one synchronisation; no end barrier, since a
 //     slot is reused only kStageSlots chunks later, after every rank has posted `done` for it);
-//   - otherwise, when every rank can read every peer (threads of one process read in place; processes by CMA),
-//     every block moves in one copy straight from the sender's buffer into the receiver's: the receiver reads it,
+//   - otherwise, when every rank can read every peer (threads of one process read in place; processes by CMA, or
+//     by mapping the sender's input where every rank's input is registered ternMemAlloc memory, which needs no
+//     kernel copy), every block moves in one copy straight from the sender's buffer into the receiver's: the
+//     receiver reads it,
 //     except where the sizes leave some ranks with far more to copy than others (uneven all-to-allv), where senders
 //     write the leading part of their blocks into the receivers' buffers (alltoall_balance.hpp); then every rank
 //     waits until every peer has finished with its buffers;
@@ -27,9 +29,11 @@
 
 #include "algorithms/shm/alltoall_balance.hpp"
 #include "algorithms/shm/direct_call.hpp"
+#include "algorithms/shm/direct_collectives.hpp"
 #include "base/copy_bytes.hpp"
 #include "base/dtype.hpp"
 #include "base/error.hpp"
+#include "transport/shm/shm_wire.hpp"
 #include "transport/shm/stream_copy.hpp"
 
 namespace tern::shm {
@@ -40,11 +44,13 @@ struct alignas(kLine) ExchangeHeader {
   uint64_t argsKey;
   uint32_t nranks;
   uint32_t flags;
+  BufferRef input;  // kInputMapped: the sender's input as peers map it
 };
 constexpr uint32_t kInline = 1;       // the blocks for peers follow the table, packed in peer order
 constexpr uint32_t kReadsAll = 2;     // this rank can read every peer's memory (same process, or CMA)
 constexpr uint32_t kSameProcess = 4;  // every peer shares this rank's address space
 constexpr uint32_t kTakesWrites = 8;  // peers may write their blocks into this rank's output (one pass)
+constexpr uint32_t kInputMapped = 16;  // this rank's input is registered memory every peer can map (header.input)
 
 struct ExchangeEntry {
   uint64_t sendBytes;
@@ -52,6 +58,19 @@ struct ExchangeEntry {
   uint64_t addr;      // of the block for this peer, in the sender's address space
   uint64_t recvAddr;  // where the block from this peer goes, in the receiver's address space
 };
+
+// Peer p's block at addr (in p's address space, bytes long) inside its registered input ref, as mapped here. The
+// table and the descriptor are the peer's to write: a block outside the buffer it described is an error.
+const char* mappedBlock(const DirectCall& c, DirectCollectives& registered, int p, const BufferRef& ref, uint64_t addr,
+                        size_t bytes) {
+  const uint64_t at = addr - ref.addr;
+  if (addr < ref.addr || at > ref.segBytes || bytes > ref.segBytes - at) {
+    throwError(ternInternalError, "rank %d: corrupted alltoall table from rank %d (block of %zu bytes outside its input)",
+               c.rank, p, bytes);
+  }
+  wire::checkBufferRef(ref, at + bytes, c.rank, p);
+  return registered.resolve(p, ref, at + bytes) + at;
+}
 
 size_t tableBytes(int n) { return alignUp(sizeof(ExchangeHeader) + sizeof(ExchangeEntry) * n, kLine); }
 
@@ -154,8 +173,15 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   // In place, an inline rank's output is its input, which it has not copied aside: a peer's write could overtake
   // the copy of its own block.
   const bool takesWrites = !(inlineMine && (c.in == c.out || a.inPlace));
+  // Registered input between processes: peers map it and read their blocks with a plain copy (not when the blocks
+  // come from scratch, or inline, or when ranks share an address space anyway).
+  header->input = BufferRef{};
+  const bool inputMapped = !sameProcess && !inlineMine && src == c.in && forms.registered != nullptr &&
+                           forms.registered->zeroCopyFor(c.in, shmInputBytes(a, n), &header->input) &&
+                           header->input.segId != 0;
+  if (!inputMapped) header->input = BufferRef{};
   header->flags = (inlineMine ? kInline : 0) | (readsAll ? kReadsAll : 0) | (sameProcess ? kSameProcess : 0) |
-                  (takesWrites ? kTakesWrites : 0);
+                  (takesWrites ? kTakesWrites : 0) | (inputMapped ? kInputMapped : 0);
   char* packed = slot + tableBytes(n);
   for (int q = 0; q < n; ++q) {
     const size_t bytes = sendCount(a, q) * e;
@@ -182,7 +208,7 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   }
 
   // Every rank checks every pair and decides from the same tables, so all of them fail or proceed alike.
-  bool allInline = true, allRead = true, allSameProcess = true;
+  bool allInline = true, allRead = true, allSameProcess = true, allMappedIn = true;
   std::vector<char>& inlined = c.inlineFrom;  // kept: peers may reuse their slot g0 once every rank posted done g0 + 1
   inlined.assign(n, 0);
   size_t stagedMax = 0;  // largest block that no receiver finds inline
@@ -197,6 +223,8 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
     allInline = allInline && inlined[p] != 0;
     allRead = allRead && (h.flags & kReadsAll) != 0;
     allSameProcess = allSameProcess && (h.flags & kSameProcess) != 0;
+    // A rank whose blocks came inline needs no mapping: its peers copy them out of its slot.
+    allMappedIn = allMappedIn && (h.flags & (kInputMapped | kInline)) != 0;
     const ExchangeEntry* t = tableOf(c, p, g0);
     for (int q = 0; q < n; ++q) {
       const uint64_t expected = tableOf(c, q, g0)[p].recvBytes;
@@ -210,13 +238,17 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   if (forced == ShmAlgorithm::kSmall && !allInline) {
     cannotRun(c, forced, "every rank's blocks for its peers must fit one staging slot");
   }
-  const bool onePassForm = allSameProcess ? forms.allowMapped : forms.allowCma;
-  bool onePass = !allInline && allRead && onePassForm && forced != ShmAlgorithm::kPipelined;
+  // Every input mapped (processes, registered buffers): one plain copy per block, preferred to CMA's kernel copy.
+  const bool mappedIn = allMappedIn && !allSameProcess && forced != ShmAlgorithm::kCma;
+  const bool onePassForm = allSameProcess ? forms.allowMapped : (mappedIn || forms.allowCma);
+  bool onePass = !allInline && (allRead || mappedIn) && onePassForm && forced != ShmAlgorithm::kPipelined;
   if (forced == ShmAlgorithm::kCma && (!onePass || allSameProcess)) {
     cannotRun(c, forced, "it needs every rank in its own process, allowed to read its peers by CMA (ptrace scope)");
   }
-  if (forced == ShmAlgorithm::kMapped && (!onePass || !allSameProcess)) {
-    cannotRun(c, forced, "every rank must address every rank's buffers (ranks that are threads of one process)");
+  if (forced == ShmAlgorithm::kMapped && (!onePass || !(allSameProcess || mappedIn))) {
+    cannotRun(c, forced,
+              "every rank must address every rank's input (ranks that are threads of one process, or inputs "
+              "allocated with ternMemAlloc)");
   }
   // After the checks every rank makes alike (so that each reports the same error), before touching any peer's buffers.
   c.refuseIfAPeerLeft();
@@ -233,7 +265,9 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
     for (size_t p = 0; p < un; ++p) {
       const ExchangeEntry* t = tableOf(c, static_cast<int>(p), g0);
       for (size_t q = 0; q < un; ++q) {
-        if ((inlined[p] != 0 || (headerOf(c, static_cast<int>(q), g0).flags & kTakesWrites) == 0) && p != q) {
+        // Mapped inputs: receivers read everything (outputs are not mapped, and a write by CMA is a kernel copy).
+        if ((inlined[p] != 0 || mappedIn || (headerOf(c, static_cast<int>(q), g0).flags & kTakesWrites) == 0) &&
+            p != q) {
           fixed[q] += t[q].sendBytes;
         } else {
           movable[p * un + q] = t[q].sendBytes;
@@ -274,6 +308,9 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
       if (from < bytes) {
         if (c.mesh->peer(p).sameProcess) {
           copyBytes(dst + from, reinterpret_cast<const char*>(t[me].addr) + from, bytes - from);
+        } else if (mappedIn) {
+          copyBytes(dst + from, mappedBlock(c, *forms.registered, p, headerOf(c, p, g0).input, t[me].addr, bytes) + from,
+                    bytes - from);
         } else {
           c.cmaReadPeer(p, dst + from, t[me].addr + from, bytes - from, "alltoall input");
         }
@@ -330,7 +367,7 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   if (onePass) {
     // Peers read this rank's buffer (or scratch), and may write its output, until they post `done`.
     c.waitAllPeers(&RankControl::done, g0 + 1, "end of the alltoall");
-    return allSameProcess ? ShmAlgorithm::kMapped : ShmAlgorithm::kCma;
+    return allSameProcess || mappedIn ? ShmAlgorithm::kMapped : ShmAlgorithm::kCma;
   }
   return allInline ? ShmAlgorithm::kSmall : ShmAlgorithm::kPipelined;
 }

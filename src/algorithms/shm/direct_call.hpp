@@ -180,10 +180,14 @@ void pipelinedReduce(DirectCall& c);
 // global chunks from chunkSeq on (advanced past them); unforced, a rank sends inline up to shmAlltoAllInlineLimit.
 // Returns what ran: kSmall (every block inline), kCma or
 // kMapped (read from the senders' buffers by CMA or in place), kPipelined (staged).
+class DirectCollectives;
 struct AlltoAllForms {
   ShmAlgorithm forced = ShmAlgorithm::kNone;  // TERN_ALGO's entry: exactly that form, or an error on every rank
   bool allowCma = true;
   bool allowMapped = true;
+  // Describes and maps registered (ternMemAlloc) inputs: when every rank's input is one, blocks are copied once,
+  // straight out of the sender's buffer mapped here, with no kernel copy (null: never).
+  DirectCollectives* registered = nullptr;
 };
 ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t& chunkSeq);
 // Bytes a rank sends to its peers in an all-to-all(v), and what fits one staging slot beside the table.

@@ -312,6 +312,7 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
     if (learnsCma_) learnStart_ = std::chrono::steady_clock::now();
     if (learnsCma_) forms.allowCma = cmaLearner_.offer(a.coll, shmInputBytes(a, c.n)) && forms.allowCma;
     forms.allowMapped = plan.allowMapped && gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto;
+    forms.registered = plan.allowMapped ? this : nullptr;
     noteRun(ran_ = directAlltoAll(c, forms, chunkSeq_));
     return;
   }

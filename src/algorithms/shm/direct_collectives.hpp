@@ -80,14 +80,19 @@ class DirectCollectives {
   // Pipeline chunk, in bytes of one rank's buffer, for a payload of bytes per rank.
   size_t chunkBytes(size_t bytes) const;
 
+  // Whether every peer on this host can address [p, p + bytes) in place (threads of this process, or registered
+  // memory they map); fills ref, the descriptor peers resolve, either way.
+  bool zeroCopyFor(const void* p, size_t bytes, BufferRef* ref) const;
+  // Where a peer's buffer that it described with ref lies in this process (its registered segment mapped on first
+  // use); bytes: how much of it, from ref's start, is accessed. Throws ternSystemError when it cannot be mapped.
+  const char* resolve(int peer, const BufferRef& ref, size_t bytes);
+
  private:
   // Whether the size rules (and TERN_ALGO) give args to a CMA form, whatever the buffers: the calls the learner
   // counts, alike on every rank.
   bool cmaSizeAdmits(const CollArgs& args, const ShmPlan& plan) const;
   // Whether the learner has agreed that the CMA forms lose to staging for calls like args.
   bool cmaAvoided(const CollArgs& args) const;
-  bool zeroCopyFor(const void* p, size_t bytes, BufferRef* ref) const;
-  const char* resolve(int peer, const BufferRef& ref, size_t bytes);
   void describeCall(DirectCall& c, Operation& op, const ShmPlan& plan);
   void runCall(Operation& op, const ExecContext& ctx, const ShmPlan& plan);
 
