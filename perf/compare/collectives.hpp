@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -209,6 +211,8 @@ struct Backend {
   // Every rank's value combined: sum, min, max (used only for the timing and the wrong count, outside the timed loop).
   std::function<double(double v, char op)> combine;
   std::function<double()> now_sec;
+  // Optional: where the sweep's buffers come from instead of host_buffer.hpp (tern_alltoallv -R: ternMemAlloc).
+  std::function<std::shared_ptr<char>(size_t bytes)> allocate;
 };
 
 struct SweepOptions {
@@ -238,8 +242,17 @@ inline long RunSweep(const Backend& b, const SweepOptions& o, const std::string&
   const Coll c = o.coll.coll;
   const size_t max_count = std::max<size_t>(o.max_bytes / sizeof(float), 1);
   // Buffers sized for the largest message, allocated as tern's perf binaries allocate theirs (host_buffer.hpp).
-  tern::perf::HostBuffer send_buf = tern::perf::allocateHostBuffer(max_count * sizeof(float));
-  tern::perf::HostBuffer recv_buf = tern::perf::allocateHostBuffer(MaxRecvElements(c, max_count, b.n) * sizeof(float));
+  auto allocate = [&](size_t bytes) -> std::shared_ptr<char> {
+    if (!b.allocate) {
+      tern::perf::HostBuffer h = tern::perf::allocateHostBuffer(bytes);
+      return std::shared_ptr<char>(h.release(), tern::perf::FreeDeleter{});
+    }
+    std::shared_ptr<char> p = b.allocate(bytes);
+    std::memset(p.get(), 0, bytes);  // every page touched once, as allocateHostBuffer does
+    return p;
+  };
+  const std::shared_ptr<char> send_buf = allocate(max_count * sizeof(float));
+  const std::shared_ptr<char> recv_buf = allocate(MaxRecvElements(c, max_count, b.n) * sizeof(float));
   float* send = reinterpret_cast<float*>(send_buf.get());
   float* recv = reinterpret_cast<float*>(recv_buf.get());
   const double bus_factor = BusFactor(c, b.n);

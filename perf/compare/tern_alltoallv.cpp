@@ -4,7 +4,7 @@
 // the script can run it instead (TERN_ALLTOALLV_PERF). Unlike the baselines it links tern, through the public API
 // only, and is built only where the tern target is.
 //
-//   tern-run -n 2 tern_alltoallv -b 8 -e 256M -f 2 -n 20 -w 5
+//   tern-run -n 2 tern_alltoallv -b 8 -e 256M -f 2 -n 20 -w 5 [-R]
 
 #include <tern/tern.h>
 
@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0, 3));
   app.add_option("-J,--json", o.json, "also write the rows as a JSON list (rank 0)");
+  bool registered = false;
+  app.add_flag("-R,--registered", registered,
+               "allocate buffers with ternMemAlloc (peers on this host read them in place), as the perf binaries' -R");
   CLI11_PARSE(app, argc, argv);
   const auto lo = tern::compare::ParseBytes(min_bytes);
   const auto hi = tern::compare::ParseBytes(max_bytes);
@@ -76,11 +79,18 @@ int main(int argc, char** argv) {
                         s.recv_displs.data(), ternFloat32, comm),
           "ternAlltoAllv");
   };
+  if (registered) {
+    b.allocate = [](size_t bytes) {
+      void* p = nullptr;
+      Check(ternMemAlloc(&p, bytes), "ternMemAlloc");
+      return std::shared_ptr<char>(static_cast<char*>(p), [](char* q) { ternMemFree(q); });
+    };
+  }
   char header[256];
   std::snprintf(header, sizeof(header),
                 "# tern_alltoallv: tern, alltoallv (float32, MoE splits), nranks=%d, iters=%d, warmup=%d, check=%d, "
-                "average=%d, out-of-place",
-                b.n, o.iters, o.warmup, o.check, o.average);
+                "average=%d, out-of-place%s",
+                b.n, o.iters, o.warmup, o.check, o.average, registered ? ", ternMemAlloc buffers" : "");
   const long wrong = tern::compare::RunSweep(b, o, header);
   ternCommDestroy(comm);
   return wrong ? 1 : 0;
