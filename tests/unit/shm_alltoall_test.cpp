@@ -523,8 +523,7 @@ TEST(ShmAlltoAll, ProcessRanksReadByCma) {
 
 TEST(ShmAlltoAll, ProcessRanksMapRegisteredInputsAndCopyOnce) {
   if (!shm::kAlltoAllDispatched) GTEST_SKIP() << "DirectCollectives does not dispatch all-to-all yet";
-  const std::vector<int> codes =
-      runProcessPair({"SHM_ALLTOALL_TEST_REGISTERED=1", "TERN_SHM_KERNEL_COPY_RATIO=0.1"});
+  const std::vector<int> codes = runProcessPair({"SHM_ALLTOALL_TEST_REGISTERED=1", "TERN_SHM_KERNEL_COPY_RATIO=0.1"});
   EXPECT_EQ(codes[0], 0);
   EXPECT_EQ(codes[1], 0);
 }

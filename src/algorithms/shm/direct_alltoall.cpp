@@ -46,10 +46,10 @@ struct alignas(kLine) ExchangeHeader {
   uint32_t flags;
   BufferRef input;  // kInputMapped: the sender's input as peers map it
 };
-constexpr uint32_t kInline = 1;       // the blocks for peers follow the table, packed in peer order
-constexpr uint32_t kReadsAll = 2;     // this rank can read every peer's memory (same process, or CMA)
-constexpr uint32_t kSameProcess = 4;  // every peer shares this rank's address space
-constexpr uint32_t kTakesWrites = 8;  // peers may write their blocks into this rank's output (one pass)
+constexpr uint32_t kInline = 1;        // the blocks for peers follow the table, packed in peer order
+constexpr uint32_t kReadsAll = 2;      // this rank can read every peer's memory (same process, or CMA)
+constexpr uint32_t kSameProcess = 4;   // every peer shares this rank's address space
+constexpr uint32_t kTakesWrites = 8;   // peers may write their blocks into this rank's output (one pass)
 constexpr uint32_t kInputMapped = 16;  // this rank's input is registered memory every peer can map (header.input)
 
 struct ExchangeEntry {
@@ -65,8 +65,9 @@ const char* mappedBlock(const DirectCall& c, DirectCollectives& registered, int 
                         size_t bytes) {
   const uint64_t at = addr - ref.addr;
   if (addr < ref.addr || at > ref.segBytes || bytes > ref.segBytes - at) {
-    throwError(ternInternalError, "rank %d: corrupted alltoall table from rank %d (block of %zu bytes outside its input)",
-               c.rank, p, bytes);
+    throwError(ternInternalError,
+               "rank %d: corrupted alltoall table from rank %d (block of %zu bytes outside its input)", c.rank, p,
+               bytes);
   }
   wire::checkBufferRef(ref, at + bytes, c.rank, p);
   return registered.resolve(p, ref, at + bytes) + at;
@@ -309,7 +310,8 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
         if (c.mesh->peer(p).sameProcess) {
           copyBytes(dst + from, reinterpret_cast<const char*>(t[me].addr) + from, bytes - from);
         } else if (mappedIn) {
-          copyBytes(dst + from, mappedBlock(c, *forms.registered, p, headerOf(c, p, g0).input, t[me].addr, bytes) + from,
+          copyBytes(dst + from,
+                    mappedBlock(c, *forms.registered, p, headerOf(c, p, g0).input, t[me].addr, bytes) + from,
                     bytes - from);
         } else {
           c.cmaReadPeer(p, dst + from, t[me].addr + from, bytes - from, "alltoall input");

@@ -79,7 +79,7 @@ class ShmTransport : public Transport {
     uint64_t head = 0;      // our ring to the peer: slots produced (we are its only writer)
     uint64_t tailSeen = 0;  // our ring to the peer: slots the peer had consumed when we last looked
     uint64_t tail = 0;      // the peer's ring to us: slots consumed (we are its only writer)
-    bool moved = false;  // this pass produced into or consumed from a ring shared with the peer: wake it if asleep
+    bool moved = false;     // this pass produced into or consumed from a ring shared with the peer: wake it if asleep
   };
 
   int pass();
