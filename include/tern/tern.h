@@ -150,8 +150,9 @@ ternResult_t ternCommUserRank(const ternComm_t comm, int* rank);
  * ------------------------------------------------------------------------------------------------------------- */
 
 /** Allocates size bytes of shared-memory-backed host memory (like ncclMemAlloc). Collectives whose buffers come
- * from here let same-host peers read them in place, skipping the copy into the shared staging area. Usable as
- * ordinary memory everywhere. */
+ * from here let same-host peers read them in place, skipping the copy into the shared staging area (an all-to-all
+ * whose inputs all come from here moves each block once, out of the sender's buffer). Usable as ordinary memory
+ * everywhere. */
 ternResult_t ternMemAlloc(void** ptr, size_t size);
 /** Frees memory from ternMemAlloc. */
 ternResult_t ternMemFree(void* ptr);
