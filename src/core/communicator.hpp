@@ -225,6 +225,7 @@ class Communicator {
     bool inPlace;
     std::string algorithm;
     std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+    // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 flags the 0 of the defaulted comparison it synthesizes
     auto operator<=>(const ScheduleKey&) const = default;
   };
   static ScheduleKey scheduleKey(const CollArgs& args, std::string algorithm);
