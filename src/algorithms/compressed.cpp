@@ -4,9 +4,9 @@
 #include <map>
 
 #include "algorithms/hier_layout.hpp"
-#include "compress/codec.hpp"
 #include "base/dtype.hpp"
 #include "base/error.hpp"
+#include "compress/codec.hpp"
 
 namespace tern {
 

@@ -1,9 +1,9 @@
 #include "compress/cast_codec.hpp"
 
+#include "base/error.hpp"
 #include "compress/cast_kernels.hpp"
 #include "compress/isa.hpp"
 #include "compress/payload_layout.hpp"
-#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

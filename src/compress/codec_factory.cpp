@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "compress/cast_codec.hpp"
 #include "compress/qsgd_codec.hpp"
 #include "compress/sign_codec.hpp"
 #include "compress/topk_codec.hpp"
-#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

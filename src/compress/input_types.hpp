@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "compress/codec_math.hpp"
 #include "base/error.hpp"
+#include "compress/codec_math.hpp"
 #include "tern/tern.h"
 
 namespace tern::compress {

@@ -1,9 +1,9 @@
 #include "compress/qsgd_codec.hpp"
 
+#include "base/error.hpp"
 #include "compress/isa.hpp"
 #include "compress/payload_layout.hpp"
 #include "compress/qsgd_kernels.hpp"
-#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {

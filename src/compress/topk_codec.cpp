@@ -7,10 +7,10 @@
 #include <memory>
 #include <vector>
 
+#include "base/error.hpp"
 #include "compress/isa.hpp"
 #include "compress/payload_layout.hpp"
 #include "compress/topk_kernels.hpp"
-#include "base/error.hpp"
 
 namespace tern::compress {
 namespace {
