@@ -1,7 +1,7 @@
 // The shared-memory setup messages (announcement, outcome), a mapped segment's header, ring slot headers and
-// buffer descriptors (src/transport/shm/shm_wire.hpp): all written by another process. When a check accepts a slot
-// header or a descriptor, the harness does the copy the transport would do, into buffers of exactly the checked
-// sizes, so an accepting check that is too lax shows up as an ASan report.
+// buffer descriptors and the blocks they hold (src/transport/shm/shm_wire.hpp): all written by another process. When a
+// check accepts a slot header or a descriptor, the harness does the copy the transport would do, into buffers of
+// exactly the checked sizes, so an accepting check that is too lax shows up as an ASan report.
 #include <cstdint>
 #include <vector>
 
@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int peer = in.take<uint8_t>() % nranks;
   const Layout layout = Layout::forRanks(nranks);
   try {
-    switch (which % 5) {
+    switch (which % 6) {
       case 0: {
         wire::Hello h = wire::decodeHello(in.data(), in.size(), peer, layout);
         // An accepted name is used as a C string and as a path.
@@ -62,6 +62,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           volatile uint8_t sink = 0;
           for (size_t i = 0; i < bytes; i += 4096) sink = sink + segment[ref.offset + i];
           if (bytes > 0) sink = sink + segment[ref.offset + bytes - 1];
+        }
+        break;
+      }
+      case 5: {  // an alltoall block the peer says lies in its registered input
+        const uint64_t addr = in.take<uint64_t>();
+        const size_t bytes = in.take<uint32_t>();
+        const BufferRef ref = in.take<BufferRef>();
+        const uint64_t at = wire::checkBlockInBuffer(ref, addr, bytes, 0, peer);
+        if (ref.segBytes <= (1u << 20)) {
+          std::vector<uint8_t> segment(ref.segBytes);
+          volatile uint8_t sink = 0;
+          if (bytes > 0) sink = sink + segment[ref.offset + at] + segment[ref.offset + at + bytes - 1];
         }
         break;
       }

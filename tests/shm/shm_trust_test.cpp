@@ -226,6 +226,27 @@ TEST(ShmWireTrust, DescriptorChecks) {
   EXPECT_THROW(shm::wire::checkBufferRef(r, 4097, 0, 3), Error);
 }
 
+TEST(ShmWireTrust, AlltoallBlockMustLieInTheRegisteredInput) {
+  shm::BufferRef r;
+  r.mode = shm::BufferMode::kDirect;
+  r.segId = 1;
+  r.fd = 5;
+  r.segBytes = 8192;
+  r.offset = 4096;
+  r.addr = 0x10000;
+  EXPECT_EQ(shm::wire::checkBlockInBuffer(r, 0x10000 + 1024, 3072, 0, 3), 1024u);
+  EXPECT_THROW(shm::wire::checkBlockInBuffer(r, 0x10000 + 1024, 3073, 0, 3), Error);    // past the buffer's end
+  EXPECT_THROW(shm::wire::checkBlockInBuffer(r, 0x10000 - 1, 16, 0, 3), Error);         // before its start
+  EXPECT_THROW(shm::wire::checkBlockInBuffer(r, 0x10000 + 16, SIZE_MAX, 0, 3), Error);  // a size that wraps
+  // Not a registered segment: accepting it would read this rank's own memory at the peer's address.
+  shm::BufferRef plain = r;
+  plain.segId = 0;
+  EXPECT_THROW(shm::wire::checkBlockInBuffer(plain, 0x10000, 16, 0, 3), Error);
+  plain = r;
+  plain.mode = shm::BufferMode::kStaged;
+  EXPECT_THROW(shm::wire::checkBlockInBuffer(plain, 0x10000, 16, 0, 3), Error);
+}
+
 shm::wire::Hello goodHello(const shm::Layout& layout) {
   shm::wire::Hello h{};
   h.magic = shm::wire::kHelloMagic;

@@ -63,13 +63,7 @@ struct ExchangeEntry {
 // table and the descriptor are the peer's to write: a block outside the buffer it described is an error.
 const char* mappedBlock(const DirectCall& c, DirectCollectives& registered, int p, const BufferRef& ref, uint64_t addr,
                         size_t bytes) {
-  const uint64_t at = addr - ref.addr;
-  if (addr < ref.addr || at > ref.segBytes || bytes > ref.segBytes - at) {
-    throwError(ternInternalError,
-               "rank %d: corrupted alltoall table from rank %d (block of %zu bytes outside its input)", c.rank, p,
-               bytes);
-  }
-  wire::checkBufferRef(ref, at + bytes, c.rank, p);
+  const uint64_t at = wire::checkBlockInBuffer(ref, addr, bytes, c.rank, p);
   return registered.resolve(p, ref, at + bytes) + at;
 }
 
@@ -176,7 +170,6 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   const bool takesWrites = !(inlineMine && (c.in == c.out || a.inPlace));
   // Registered input between processes: peers map it and read their blocks with a plain copy (not when the blocks
   // come from scratch, or inline, or when ranks share an address space anyway).
-  header->input = BufferRef{};
   const bool inputMapped = !sameProcess && !inlineMine && src == c.in && forms.registered != nullptr &&
                            forms.registered->zeroCopyFor(c.in, shmInputBytes(a, n), &header->input) &&
                            header->input.segId != 0;

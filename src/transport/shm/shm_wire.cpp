@@ -125,4 +125,16 @@ void checkBufferRef(const BufferRef& ref, size_t bytes, int rank, int peer) {
   }
 }
 
+uint64_t checkBlockInBuffer(const BufferRef& ref, uint64_t addr, size_t bytes, int rank, int peer) {
+  // Only a registered segment is mapped: any other descriptor would have this rank read its own memory at addr.
+  const uint64_t at = addr - ref.addr;
+  if (ref.mode != BufferMode::kDirect || ref.segId == 0 || addr < ref.addr || at > ref.segBytes ||
+      bytes > ref.segBytes - at) {
+    throwError(ternInternalError, "rank %d: corrupted descriptor from rank %d (block of %zu bytes outside its buffer)",
+               rank, peer, bytes);
+  }
+  checkBufferRef(ref, at + bytes, rank, peer);
+  return at;
+}
+
 }  // namespace tern::shm::wire

@@ -62,5 +62,9 @@ void checkSlotHeader(const SlotHeader& h, bool started, size_t recvBytes, size_t
 // A peer's buffer descriptor for a call whose buffer is `bytes` long: the mode is known and a registered buffer's
 // range lies within its segment (no overflow). Throws ternInternalError naming rank and peer.
 void checkBufferRef(const BufferRef& ref, size_t bytes, int rank, int peer);
+// A peer's block of bytes at addr (in its address space) that should lie inside the registered (kDirect, segId set)
+// buffer ref it described: returns the block's offset from ref's start, once the block and ref are checked
+// (checkBufferRef). Throws ternInternalError naming rank and peer otherwise.
+uint64_t checkBlockInBuffer(const BufferRef& ref, uint64_t addr, size_t bytes, int rank, int peer);
 
 }  // namespace tern::shm::wire
