@@ -278,43 +278,48 @@ inline void fifoMatchingOfEqualSizes(const NetworkFactory& factory) {
   });
 }
 
-// The receiver expects 200 bytes: any other size, even one byte off, is a usage error on the receiver that names
-// the peer and the expected size, never data.
+// The receiver expects 200 bytes (or, striped where the transport stripes, 3000000): any other size, even one byte
+// off, is a usage error on the receiver that names the peer and the expected size, never data.
 inline void sizeMismatchIsAnError(const NetworkFactory& factory) {
-  for (size_t sent : {size_t{0}, size_t{100}, size_t{199}, size_t{201}, size_t{300}, size_t{3000000}}) {
-    runNetworkRanks(2, 20000, factory, [&](Transport& t, TcpTransport&, int r) {
-      struct Posted {
-        std::vector<uint8_t> buf;
-        Transfer x;
-      };
-      auto posted = std::make_shared<Posted>();
-      posted->buf.assign(std::max(sent, size_t{200}), 1);
-      std::vector<uint8_t>& buf = posted->buf;
-      Transfer& x = posted->x;
-      if (r == 0) {
-        t.postSend(1, buf.data(), sent, &x);
-        // The sender may or may not learn of the failure (a send can complete locally); it must not hang.
-        try {
-          waitAll(t, {&x}, 15000);
-        } catch (const Error&) {
+  const std::vector<std::pair<size_t, std::vector<size_t>>> cases = {{200, {0, 100, 199, 201, 300, 3000000}},
+                                                                     {3000000, {200, 2999999, 3000001, 6000000}}};
+  for (const auto& [expected, sizes] : cases) {
+    for (size_t sent : sizes) {
+      runNetworkRanks(2, 20000, factory, [&](Transport& t, TcpTransport&, int r) {
+        struct Posted {
+          std::vector<uint8_t> buf;
+          Transfer x;
+        };
+        auto posted = std::make_shared<Posted>();
+        posted->buf.assign(std::max(sent, expected), 1);
+        std::vector<uint8_t>& buf = posted->buf;
+        Transfer& x = posted->x;
+        if (r == 0) {
+          t.postSend(1, buf.data(), sent, &x);
+          // The sender may or may not learn of the failure (a send can complete locally); it must not hang.
+          try {
+            waitAll(t, {&x}, 15000);
+          } catch (const Error&) {
+          }
+          if (!x.done) keepUntilExit(posted);
+          return;
         }
-        if (!x.done) keepUntilExit(posted);
-        return;
-      }
-      t.postRecv(0, buf.data(), 200, &x);
-      keepUntilExit(posted);  // the receive fails (or a failure is reported below): the transport may keep it
-      try {
-        waitAll(t, {&x}, 10000);
-        ADD_FAILURE() << "a " << sent << "-byte message was accepted by a 200-byte receive";
-      } catch (const Error& e) {
-        std::string what = e.what();
-        EXPECT_EQ(e.code(), ternInvalidUsage) << what;
-        EXPECT_NE(what.find("rank 0"), std::string::npos) << "the sending peer is not named: " << what;
-        EXPECT_NE(what.find("200 "), std::string::npos) << "the expected size is not named: " << what;
-        EXPECT_FALSE(x.done) << "a failed receive was marked done";
-        EXPECT_THROW(t.progress(0), Error) << "a failed transport must keep failing";
-      }
-    });
+        t.postRecv(0, buf.data(), expected, &x);
+        keepUntilExit(posted);  // the receive fails (or a failure is reported below): the transport may keep it
+        try {
+          waitAll(t, {&x}, 10000);
+          ADD_FAILURE() << "a " << sent << "-byte message was accepted by a " << expected << "-byte receive";
+        } catch (const Error& e) {
+          std::string what = e.what();
+          EXPECT_EQ(e.code(), ternInvalidUsage) << what;
+          EXPECT_NE(what.find("rank 0"), std::string::npos) << "the sending peer is not named: " << what;
+          EXPECT_NE(what.find(std::to_string(expected) + " "), std::string::npos)
+              << "the expected size is not named: " << what;
+          EXPECT_FALSE(x.done) << "a failed receive was marked done";
+          EXPECT_THROW(t.progress(0), Error) << "a failed transport must keep failing";
+        }
+      });
+    }
   }
 }
 

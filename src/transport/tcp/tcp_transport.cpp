@@ -1,5 +1,6 @@
 #include "transport/tcp/tcp_transport.hpp"
 
+#include <linux/tcp.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -53,6 +54,21 @@ bool checkNotice(Notice& notice, int from, int nranks, std::string* why) {
   return false;
 }
 
+size_t stripedChunkCount(size_t bytes, int sockets) {
+  if (bytes < kStripeThreshold || sockets < 2) return 0;
+  const size_t even = bytes / (static_cast<size_t>(sockets) * kChunksPerSocket) & ~static_cast<size_t>(4095);
+  const size_t chunk = std::clamp(even, kMinStripeChunk, kMaxStripeChunk);
+  return (bytes + chunk - 1) / chunk;
+}
+
+size_t chunkBytes(size_t bytes, uint32_t parts) {
+  if (parts == 0) return 0;
+  const size_t chunk = ((bytes + parts - 1) / parts + 4095) & ~static_cast<size_t>(4095);
+  // Every part must start inside the message: a part count that pages cannot cut it into is not a chunking.
+  if (chunk == 0 || (bytes + chunk - 1) / chunk != parts) return 0;
+  return chunk;
+}
+
 }  // namespace tcp_wire
 
 namespace {
@@ -68,17 +84,7 @@ std::string describeLoss(int lost, int detector, const std::string& text) {
   return format("rank %d lost (detected by rank %d): %s", lost, detector, text.c_str());
 }
 
-// Messages at least this large are striped across all of a peer's sockets.
-constexpr size_t kStripeThreshold = 256 * 1024;
-
-size_t partsFor(size_t bytes, int sockets) { return (bytes >= kStripeThreshold && sockets > 1) ? sockets : 1; }
-
-// Part boundaries are 4 KiB aligned so each socket copies whole pages.
-void partRange(size_t bytes, size_t parts, size_t index, size_t* offset, size_t* length) {
-  size_t base = (bytes / parts) & ~static_cast<size_t>(4095);
-  *offset = base * index;
-  *length = (index + 1 == parts) ? bytes - *offset : base;
-}
+size_t chunkLength(size_t bytes, size_t chunk, size_t part) { return std::min(chunk, bytes - part * chunk); }
 
 }  // namespace
 
@@ -87,6 +93,10 @@ TcpTransport::TcpTransport(int rank, int nranks, int socketsPerPeer)
       nranks_(nranks),
       socketsPerPeer_(socketsPerPeer),
       channels_(nranks, std::vector<Channel>(socketsPerPeer)),
+      unsentChunks_(nranks),
+      stripedRecvs_(nranks),
+      stripes_(nranks, true),
+      rateCheckedAt_(nranks),
       sendSequence_(nranks, 0),
       recvSequence_(nranks, 0),
       peerAddress_(nranks),
@@ -372,7 +382,10 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(int rank, int nranks, Bootst
   for (int p = 0; p < nranks; ++p) {
     t->peerAddress_[p] = boot.peers[p].address.toString();
     t->sameHost_[p] = boot.peers[p].hostId == boot.peers[rank].hostId;
-    for (int s = 0; s < socketsPerPeer; ++s) t->channels_[p][s].peer = p;
+    for (int s = 0; s < socketsPerPeer; ++s) {
+      t->channels_[p][s].peer = p;
+      t->channels_[p][s].index = s;
+    }
   }
   t->spin_ = SpinBudget(chooseSpinPolicy(static_cast<int>(std::count(t->sameHost_.begin(), t->sameHost_.end(), true))));
   // The control connection is the last socket index of each pair, made by the same authenticated handshake.
@@ -427,19 +440,87 @@ void TcpTransport::post(int peer, char* data, size_t bytes, Transfer* transfer, 
   // more streams only add context switches and cache misses (measured: 256 MB allreduce 1.45 -> 1.8 GB/s on two
   // cores with one socket), so it gets one socket; striping pays off across a real NIC.
   const int sockets = sameHost_[peer] ? 1 : socketsPerPeer_;
-  size_t parts = partsFor(bytes, sockets);
   transfer->done = false;
   transfer->bytes = bytes;
-  transfer->pendingParts = static_cast<uint32_t>(parts);
-  for (size_t i = 0; i < parts; ++i) {
-    size_t offset, length;
-    partRange(bytes, parts, i, &offset, &length);
-    Part part{transfer, data + offset, length};
-    part.header = {seq, static_cast<uint32_t>(i), static_cast<uint32_t>(parts), bytes, length};
-    size_t socket = parts == 1 ? seq % sockets : i;
-    Channel& c = channels_[peer][socket];
-    (isSend ? c.sends : c.recvs).push_back(part);
+  const size_t stripedParts = tcp_wire::stripedChunkCount(bytes, sockets);
+  if (stripedParts == 0) {
+    transfer->pendingParts = 1;
+    Part part{transfer, data, bytes};
+    part.header = {seq, 0, 1, bytes, bytes};
+    const auto socket = static_cast<int>(seq % static_cast<uint64_t>(sockets));
+    if (isSend) {
+      queueSend(peer, socket, part);
+    } else {
+      channels_[peer][socket].recvs.push_back(part);
+    }
+    return;
   }
+  if (!isSend) {
+    // The sender chooses the chunking (its first chunk's header tells it); see stripesTo().
+    transfer->pendingParts = 1;
+    stripedRecvs_[peer].push_back(StripedRecv{seq, transfer, data, bytes, 0, 0, 0, {}, false});
+    return;
+  }
+  if (!stripesTo(peer)) {
+    // One chunk, always on the first socket: on a link one stream fills, a second stream only competes with it.
+    transfer->pendingParts = 1;
+    Part part{transfer, data, bytes};
+    part.header = {seq, 0, 1, bytes, bytes};
+    queueSend(peer, 0, part);
+    return;
+  }
+  const auto parts = static_cast<uint32_t>(stripedParts);
+  const size_t chunk = tcp_wire::chunkBytes(bytes, parts);
+  transfer->pendingParts = parts;
+  for (uint32_t i = 0; i < parts; ++i) {
+    Part part{transfer, data + i * chunk, chunkLength(bytes, chunk, i)};
+    part.chunk = true;
+    part.header = {seq, i, parts, bytes, part.bytes};
+    unsentChunks_[peer].push_back(part);
+  }
+}
+
+// Each socket must carry its items in sequence order: a receiver that meets the header of a message it has not
+// posted yet stops reading that socket until it does, so an earlier message behind it on the same socket (one the
+// receiver waits for before it posts the later one) would never arrive. A whole message therefore goes straight to
+// its socket only while no chunk of an earlier message is still unassigned; otherwise it queues behind them, and a
+// socket takes queued items in order (driveSends).
+void TcpTransport::queueSend(int peer, int socket, Part part) {
+  part.socket = socket;
+  if (unsentChunks_[peer].empty()) {
+    channels_[peer][socket].sends.push_back(part);
+  } else {
+    unsentChunks_[peer].push_back(part);
+  }
+}
+
+bool TcpTransport::stripesTo(int peer) {
+  // The kernel's estimate of the rate the first socket delivers at, refreshed at most every kRateRefresh: striping
+  // pays where one stream cannot fill the link (fast NICs, where one core's copies bound a stream), not on a link
+  // that one stream fills (where a second one only competes with it and leaves it finishing alone). Samples taken
+  // while the stream was limited by us, not by the network, say nothing about the link and are skipped.
+  constexpr auto kRateRefresh = std::chrono::milliseconds(20);
+  constexpr uint64_t kStripeMinBytesPerSecond = 500'000'000;  // 4 Gb/s
+  const Clock::time_point now = Clock::now();
+  if (now - rateCheckedAt_[peer] < kRateRefresh) return stripes_[peer];
+  rateCheckedAt_[peer] = now;
+  tcp_info info{};
+  socklen_t length = sizeof(info);
+  if (::getsockopt(channels_[peer][0].fd, IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
+      length >= offsetof(tcp_info, tcpi_delivery_rate) + sizeof(info.tcpi_delivery_rate) &&
+      info.tcpi_delivery_rate > 0 && info.tcpi_delivery_rate_app_limited == 0) {
+    stripes_[peer] = info.tcpi_delivery_rate >= kStripeMinBytesPerSecond;
+  }
+  return stripes_[peer];
+}
+
+bool TcpTransport::wantsSend(const Channel& c) const { return !c.sends.empty() || !unsentChunks_[c.peer].empty(); }
+
+bool TcpTransport::wantsRecv(const Channel& c) const {
+  if (c.chunkOf != nullptr) return true;
+  // A header held for a receive that is not posted yet: nothing more is read from this socket until it is.
+  if (c.pendingDone == sizeof(Header)) return c.pending.sequence < recvSequence_[c.peer];
+  return !c.recvs.empty() || !stripedRecvs_[c.peer].empty();
 }
 
 void TcpTransport::throwIfAborted() {
@@ -465,7 +546,21 @@ void TcpTransport::connectionLost(const Channel& c, const char* during, int err)
 
 int TcpTransport::driveSends(Channel& c) {
   int completed = 0;
-  while (!c.sends.empty()) {
+  bool tookChunk = false;
+  for (;;) {
+    if (c.sends.empty()) {
+      // This socket took all it had: it takes the next chunk of a striped message, if any is left, but one per
+      // pass, so that the peer's other sockets get theirs before a socket whose buffer takes everything at once
+      // (a fast link's) carries the whole message alone.
+      // A queued whole message waits for its own socket (the others take nothing past it meanwhile).
+      std::deque<Part>& queued = unsentChunks_[c.peer];
+      if (queued.empty()) break;
+      Part& next = queued.front();
+      if (next.chunk ? tookChunk : next.socket != c.index) break;
+      tookChunk = tookChunk || next.chunk;
+      c.sends.push_back(next);
+      queued.pop_front();
+    }
     Part& p = c.sends.front();
     iovec iov[2];
     int n = 0;
@@ -482,7 +577,15 @@ int TcpTransport::driveSends(Channel& c) {
     // to run it (veth, shaped links); a peer blocked on the message's tail then stalls for milliseconds.
     ssize_t sent = n > 0 ? ::sendmsg(c.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT | MSG_EOR) : 0;
     if (sent < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+        // A chunk this full socket has not started goes back, for whichever socket drains first.
+        // Only when nothing queued behind it on this socket, which would then overtake it.
+        if (p.headerDone == 0 && p.chunk && c.sends.size() == 1) {
+          unsentChunks_[c.peer].push_front(p);
+          c.sends.pop_front();
+        }
+        break;
+      }
       connectionLost(c, "send", errno);
     }
     size_t s = static_cast<size_t>(sent);
@@ -503,14 +606,87 @@ int TcpTransport::driveSends(Channel& c) {
   return completed;
 }
 
+bool TcpTransport::readPayload(Channel& c, char* data, size_t bytes, size_t& done) {
+  while (done < bytes) {
+    ssize_t n = ::recv(c.fd, data + done, bytes - done, MSG_DONTWAIT);
+    if (n == 0) connectionLost(c, "receive", 0);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
+      connectionLost(c, "receive", errno);
+    }
+    bytesMoved_ += static_cast<size_t>(n);
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool TcpTransport::dispatchHeader(Channel& c) {
+  const Header& h = c.pending;
+  if (!c.recvs.empty() && h.sequence == c.recvs.front().header.sequence) {
+    Part& p = c.recvs.front();
+    p.received = h;
+    p.headerDone = sizeof(Header);
+    c.pendingDone = 0;
+    checkHeader(c, p);
+    return true;
+  }
+  for (StripedRecv& s : stripedRecvs_[c.peer]) {
+    if (s.sequence != h.sequence) continue;
+    checkChunk(c, s, h);
+    if (s.parts == 0) {  // the first chunk to arrive says how the sender cut the message
+      s.parts = h.parts;
+      s.chunk = tcp_wire::chunkBytes(s.bytes, h.parts);
+      s.arrived.assign(h.parts, false);
+      checkChunk(c, s, h);
+    }
+    s.arrived[h.part] = true;
+    c.chunkOf = &s;
+    c.chunkOffset = static_cast<size_t>(h.part) * s.chunk;
+    c.chunkBytes = h.partBytes;
+    c.chunkDone = 0;
+    c.pendingDone = 0;
+    return true;
+  }
+  if (h.sequence >= recvSequence_[c.peer]) return false;  // for a receive not posted yet: held
+  throwError(ternInternalError, "rank %d: stream from rank %d out of step (message %llu part %u of %u, not expected)",
+             rank_, c.peer, static_cast<unsigned long long>(h.sequence), h.part, h.parts);
+}
+
+// A socket carries whole messages (c.recvs, in order) and, between ranks that stripe, chunks of striped messages
+// in whatever order the sender's sockets took them. While no striped message older than the next whole one is
+// still arriving, nothing else can come first on this socket, so the next whole message's header and payload are
+// read in one call (a small message is one receive); otherwise the header is read alone and says where its payload
+// goes.
 int TcpTransport::driveRecvs(Channel& c) {
   int completed = 0;
-  while (!c.recvs.empty()) {
-    Part& p = c.recvs.front();
-    if (p.headerDone < sizeof(Header)) {
-      // The header and whatever of the payload has arrived, in one call (a small message is one receive): the
-      // payload's size is our own call's, and a header that does not match it fails the stream whatever was read
-      // along with it.
+  std::deque<StripedRecv>& striped = stripedRecvs_[c.peer];
+  for (;;) {
+    if (c.chunkOf != nullptr) {
+      StripedRecv& s = *c.chunkOf;
+      if (!readPayload(c, s.data + c.chunkOffset, c.chunkBytes, c.chunkDone)) return completed;
+      c.chunkOf = nullptr;
+      if (++s.received == s.parts) {
+        s.complete = true;  // the owner may be gone once done: this entry no longer touches it
+        s.owner->done = true;
+        ++completed;
+        while (!striped.empty() && striped.front().complete) striped.pop_front();
+      }
+      continue;
+    }
+    if (!c.recvs.empty() && c.recvs.front().headerDone == sizeof(Header)) {
+      Part& p = c.recvs.front();
+      if (!readPayload(c, p.data, p.bytes, p.done)) return completed;
+      p.owner->done = true;
+      ++completed;
+      c.recvs.pop_front();
+      continue;
+    }
+    if (c.pendingDone == 0 && !c.recvs.empty() &&
+        (c.recvs.front().headerDone > 0 || striped.empty() ||
+         striped.front().sequence > c.recvs.front().header.sequence)) {
+      // The header and whatever of the payload has arrived, in one call: the payload's size is our own call's,
+      // and a header that does not match it fails the stream whatever was read along with it.
+      Part& p = c.recvs.front();
       iovec iov[2] = {{reinterpret_cast<char*>(&p.received) + p.headerDone, sizeof(Header) - p.headerDone},
                       {p.data, p.bytes}};
       msghdr msg{};
@@ -519,7 +695,7 @@ int TcpTransport::driveRecvs(Channel& c) {
       ssize_t n = ::recvmsg(c.fd, &msg, MSG_DONTWAIT);
       if (n == 0) connectionLost(c, "receive", 0);
       if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return completed;
         connectionLost(c, "receive", errno);
       }
       const size_t got = static_cast<size_t>(n);
@@ -527,26 +703,16 @@ int TcpTransport::driveRecvs(Channel& c) {
       const size_t header = std::min(got, sizeof(Header) - p.headerDone);
       p.headerDone += header;
       p.done += got - header;
-      if (p.headerDone < sizeof(Header)) break;
+      if (p.headerDone < sizeof(Header)) return completed;
       checkHeader(c, p);
+      continue;
     }
-    while (p.done < p.bytes) {
-      ssize_t n = ::recv(c.fd, p.data + p.done, p.bytes - p.done, MSG_DONTWAIT);
-      if (n == 0) connectionLost(c, "receive", 0);
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return completed;
-        connectionLost(c, "receive", errno);
-      }
-      bytesMoved_ += static_cast<size_t>(n);
-      p.done += static_cast<size_t>(n);
+    if (c.pendingDone < sizeof(Header)) {
+      if (c.recvs.empty() && striped.empty()) return completed;  // nothing is expected on this socket
+      if (!readPayload(c, reinterpret_cast<char*>(&c.pending), sizeof(Header), c.pendingDone)) return completed;
     }
-    if (--p.owner->pendingParts == 0) {
-      p.owner->done = true;
-      ++completed;
-    }
-    c.recvs.pop_front();
+    if (!dispatchHeader(c)) return completed;
   }
-  return completed;
 }
 
 void TcpTransport::checkHeader(const Channel& c, const Part& p) const {
@@ -567,10 +733,36 @@ void TcpTransport::checkHeader(const Channel& c, const Part& p) const {
   }
 }
 
+void TcpTransport::checkChunk(const Channel& c, const StripedRecv& s, const Header& h) const {
+  if (h.totalBytes != s.bytes) {
+    throwError(ternInvalidUsage,
+               "rank %d: rank %d sent a message of %llu bytes where %llu were expected (did the ranks call the same "
+               "collective with the same count, datatype and root?)",
+               rank_, c.peer, static_cast<unsigned long long>(h.totalBytes), static_cast<unsigned long long>(s.bytes));
+  }
+  if (s.parts == 0) {  // the first chunk: its count must cut the message into pages
+    if (tcp_wire::chunkBytes(s.bytes, h.parts) != 0) return;
+    throwError(ternInternalError,
+               "rank %d: stream from rank %d out of step (message %llu of %llu bytes claims %u chunks, which do not "
+               "cut it into pages)",
+               rank_, c.peer, static_cast<unsigned long long>(h.sequence), static_cast<unsigned long long>(s.bytes),
+               h.parts);
+  }
+  if (h.parts != s.parts || h.part >= s.parts || h.partBytes != chunkLength(s.bytes, s.chunk, h.part) ||
+      s.arrived[h.part]) {
+    throwError(ternInternalError,
+               "rank %d: stream from rank %d out of step (message %llu: chunk %u of %u, %llu bytes; expected %u "
+               "chunks%s)",
+               rank_, c.peer, static_cast<unsigned long long>(h.sequence), h.part, h.parts,
+               static_cast<unsigned long long>(h.partBytes), s.parts,
+               h.part < s.parts && s.arrived[h.part] ? ", that one already received" : "");
+  }
+}
+
 int TcpTransport::drive(Channel& c) {
   int completed = 0;
-  if (!c.recvs.empty()) completed += driveRecvs(c);
-  if (!c.sends.empty()) completed += driveSends(c);
+  if (wantsRecv(c)) completed += driveRecvs(c);
+  if (wantsSend(c)) completed += driveSends(c);
   return completed;
 }
 
@@ -605,8 +797,8 @@ int TcpTransport::progressOnce(int waitMs) {
   for (auto& peer : channels_) {
     for (auto& c : peer) {
       short events = 0;
-      if (!c.sends.empty()) events |= POLLOUT;
-      if (!c.recvs.empty()) events |= POLLIN;
+      if (wantsSend(c)) events |= POLLOUT;
+      if (wantsRecv(c)) events |= POLLIN;
       if (events != 0) {
         fds.push_back({c.fd, events, 0});
         owners.push_back(&c);
@@ -665,7 +857,7 @@ int TcpTransport::spinForCompletion(int waitMs) {
     bool busy = false;
     for (auto& peer : channels_) {
       for (auto& c : peer) {
-        if (c.fd < 0 || (c.sends.empty() && c.recvs.empty())) continue;
+        if (c.fd < 0 || (!wantsSend(c) && !wantsRecv(c))) continue;
         busy = true;
         completed += drive(c);
       }
@@ -692,7 +884,7 @@ int TcpTransport::spinForCompletion(int waitMs) {
 bool TcpTransport::hasPending() const {
   for (const auto& peer : channels_) {
     for (const auto& c : peer) {
-      if (!c.sends.empty() || !c.recvs.empty()) return true;
+      if (wantsSend(c) || wantsRecv(c)) return true;
     }
   }
   return false;
@@ -716,7 +908,7 @@ bool TcpTransport::peerClosed(int peer) {
 
 bool TcpTransport::dataChannelsClosed(int peer) {
   for (auto& c : channels_[peer]) {
-    if (c.fd < 0 || !c.recvs.empty()) continue;  // a pending receive would notice by itself
+    if (c.fd < 0 || wantsRecv(c)) continue;  // a pending receive would notice by itself
     char byte;
     ssize_t n = ::recv(c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n == 0) return true;

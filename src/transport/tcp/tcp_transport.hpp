@@ -3,8 +3,12 @@
 // Why several sockets: one TCP stream is bound by one core's copy rate in the kernel and by its congestion
 // window; striping a large message across sockets lets the kernel work on them in parallel and keeps the pipe
 // full while one socket's buffer drains. Small messages go whole on one socket (chosen by sequence number, so
-// both sides agree without negotiation). Every message part carries a small header (sequence, part index, sizes)
-// so that a mismatch between ranks' calls is reported as an error instead of corrupting data.
+// both sides agree without negotiation). A large message is cut into chunks that the sockets take one at a time,
+// whenever their kernel buffers take more, so a socket that runs faster carries more of it: streams that share one
+// bottleneck rarely share it evenly, and a fixed split would leave the slower one finishing the message alone. The
+// receiver learns where each chunk goes from its header.
+// Every message part carries a small header (sequence, part index, sizes) so that a mismatch between ranks' calls
+// is reported as an error instead of corrupting data.
 //
 // Failure path: a job of three or more ranks also keeps one control connection per peer, which carries only small
 // fixed-size notices and so is never stuck behind data. A rank that fails tells every peer which rank was lost and
@@ -104,24 +108,58 @@ class TcpTransport : public Transport {
     Header header{};    // sends: what goes on the wire; receives: what we expect
     Header received{};  // receives: what arrived
     size_t headerDone = 0;
+    bool chunk = false;  // sends: a chunk of a striped message (any of the peer's sockets may carry it)
+    int socket = -1;     // sends: a whole message's socket
+  };
+  // A striped message being received: its chunks arrive on any of the peer's sockets, in any order.
+  struct StripedRecv {
+    uint64_t sequence;
+    Transfer* owner;
+    char* data;
+    size_t bytes;
+    size_t chunk = 0;    // chunk i starts at i * chunk; 0 until the first chunk arrives
+    uint32_t parts = 0;  // as the sender cut it: known from the first chunk's header
+    uint32_t received = 0;
+    std::vector<bool> arrived;
+    bool complete = false;
   };
   struct Channel {
     int fd = -1;
     int peer = -1;
+    int index = 0;  // among the peer's sockets
     std::deque<Part> sends;
-    std::deque<Part> recvs;
+    std::deque<Part> recvs;  // whole messages expected on this socket, in order
+    // A header read before its destination was known (a socket that also carries chunks of striped messages),
+    // kept until it is matched; held while the receive it names is not posted yet.
+    Header pending{};
+    size_t pendingDone = 0;
+    // The chunk of a striped message whose payload is being read.
+    StripedRecv* chunkOf = nullptr;
+    size_t chunkOffset = 0;
+    size_t chunkBytes = 0;
+    size_t chunkDone = 0;
   };
 
   TcpTransport(int rank, int nranks, int socketsPerPeer);
   void post(int peer, char* data, size_t bytes, Transfer* transfer, bool isSend);
+  void queueSend(int peer, int socket, Part part);
   int progressOnce(int waitMs);
   int spinForCompletion(int waitMs);
   int drive(Channel& c);
   int driveSends(Channel& c);
   int driveRecvs(Channel& c);
+  // Reads the payload of the channel's current whole message or chunk; returns false when the socket ran dry.
+  bool readPayload(Channel& c, char* data, size_t bytes, size_t& done);
+  // Matches the complete header in c.pending to a posted receive; false when that receive is not posted yet.
+  bool dispatchHeader(Channel& c);
+  // Whether a large message to peer goes in chunks over all its sockets (the link is fast) or whole on one.
+  bool stripesTo(int peer);
+  bool wantsSend(const Channel& c) const;
+  bool wantsRecv(const Channel& c) const;
   void throwIfAborted();
   void throwIfFailed();
   void checkHeader(const Channel& c, const Part& p) const;
+  void checkChunk(const Channel& c, const StripedRecv& s, const Header& h) const;
   [[noreturn]] void connectionLost(const Channel& c, const char* during, int err);
 
   // The control connections (see the top of this file); everything below runs under controlMutex_.
@@ -148,6 +186,12 @@ class TcpTransport : public Transport {
   int nranks_;
   int socketsPerPeer_;
   std::vector<std::vector<Channel>> channels_;  // [peer][socket]
+  // [peer]: sends no socket has taken yet, in sequence order: chunks of striped messages (any socket takes them) and
+  // whole messages queued behind them for their own socket (queueSend).
+  std::vector<std::deque<Part>> unsentChunks_;
+  std::vector<std::deque<StripedRecv>> stripedRecvs_;  // [peer], by sequence; completed ones leave from the front
+  std::vector<bool> stripes_;                          // [peer]: stripesTo()'s last verdict
+  std::vector<Clock::time_point> rateCheckedAt_;       // [peer]: when stripesTo() last asked the kernel
   std::vector<uint64_t> sendSequence_;
   std::vector<uint64_t> recvSequence_;
   std::vector<std::string> peerAddress_;
@@ -177,7 +221,7 @@ namespace tcp_wire {
 
 inline constexpr uint32_t kHelloMagic = 0x4f4c4548;   // "HELO"
 inline constexpr uint32_t kAcceptMagic = 0x4b4f4c48;  // "HLOK"
-inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kVersion = 3;               // 3: striped messages travel in chunks any socket may carry
 
 struct Hello {  // initiator (lower rank) -> acceptor
   uint32_t magic = kHelloMagic;
@@ -224,6 +268,22 @@ static_assert(sizeof(Notice) == 256);
 // Checks a notice peer `from` of an nranks job sent, and terminates its text. False, with why, when it is malformed
 // (then the receiver stops reading that connection).
 bool checkNotice(Notice& notice, int from, int nranks, std::string* why);
+
+// Striping: a message of at least kStripeThreshold bytes to a peer reached over several sockets may travel in
+// chunks (chunk i at offset i * chunk) that the sockets take one at a time, so a faster stream carries more of it.
+// The sender chooses how many: about kChunksPerSocket per socket, each between kMinStripeChunk and
+// kMaxStripeChunk (every chunk costs each end a few system calls, and a message in few chunks cannot be shared out
+// evenly), or one where a single stream fills the link. The receiver learns the count from the first header.
+inline constexpr size_t kStripeThreshold = 256 * 1024;
+inline constexpr size_t kMinStripeChunk = 256 * 1024;
+inline constexpr size_t kMaxStripeChunk = 1024 * 1024;
+inline constexpr size_t kChunksPerSocket = 4;
+// How many chunks a bytes-long message over `sockets` sockets travels in when striped; 0 when it is never striped
+// (then it goes whole on socket sequence % sockets).
+size_t stripedChunkCount(size_t bytes, int sockets);
+// The chunk size of a bytes-long message cut into `parts` chunks (whole pages, the last one shorter); 0 when no
+// such cut exists (a header that claims one is refused).
+size_t chunkBytes(size_t bytes, uint32_t parts);
 
 Mac acceptorProof(const Secret& secret, const JobId& jobId, const Hello& hello, const Nonce& acceptorNonce);
 Mac initiatorProof(const Secret& secret, const JobId& jobId, const Hello& hello, const Nonce& acceptorNonce);
