@@ -93,7 +93,7 @@ TcpTransport::TcpTransport(int rank, int nranks, int socketsPerPeer)
       nranks_(nranks),
       socketsPerPeer_(socketsPerPeer),
       channels_(nranks, std::vector<Channel>(socketsPerPeer)),
-      unsentChunks_(nranks),
+      unassignedSends_(nranks),
       stripedRecvs_(nranks),
       stripes_(nranks, true),
       rateCheckedAt_(nranks),
@@ -457,8 +457,7 @@ void TcpTransport::post(int peer, char* data, size_t bytes, Transfer* transfer, 
   }
   if (!isSend) {
     // The sender chooses the chunking (its first chunk's header tells it); see stripesTo().
-    transfer->pendingParts = 1;
-    stripedRecvs_[peer].push_back(StripedRecv{seq, transfer, data, bytes, 0, 0, 0, {}, false});
+    stripedRecvs_[peer].push_back(StripedRecv{seq, transfer, data, bytes, 0, 0, 0, {}});
     return;
   }
   if (!stripesTo(peer)) {
@@ -476,7 +475,7 @@ void TcpTransport::post(int peer, char* data, size_t bytes, Transfer* transfer, 
     Part part{transfer, data + i * chunk, chunkLength(bytes, chunk, i)};
     part.chunk = true;
     part.header = {seq, i, parts, bytes, part.bytes};
-    unsentChunks_[peer].push_back(part);
+    unassignedSends_[peer].push_back(part);
   }
 }
 
@@ -487,10 +486,10 @@ void TcpTransport::post(int peer, char* data, size_t bytes, Transfer* transfer, 
 // socket takes queued items in order (driveSends).
 void TcpTransport::queueSend(int peer, int socket, Part part) {
   part.socket = socket;
-  if (unsentChunks_[peer].empty()) {
+  if (unassignedSends_[peer].empty()) {
     channels_[peer][socket].sends.push_back(part);
   } else {
-    unsentChunks_[peer].push_back(part);
+    unassignedSends_[peer].push_back(part);
   }
 }
 
@@ -514,7 +513,7 @@ bool TcpTransport::stripesTo(int peer) {
   return stripes_[peer];
 }
 
-bool TcpTransport::wantsSend(const Channel& c) const { return !c.sends.empty() || !unsentChunks_[c.peer].empty(); }
+bool TcpTransport::wantsSend(const Channel& c) const { return !c.sends.empty() || !unassignedSends_[c.peer].empty(); }
 
 bool TcpTransport::wantsRecv(const Channel& c) const {
   if (c.chunkOf != nullptr) return true;
@@ -549,11 +548,11 @@ int TcpTransport::driveSends(Channel& c) {
   bool tookChunk = false;
   for (;;) {
     if (c.sends.empty()) {
-      // This socket took all it had: it takes the next chunk of a striped message, if any is left, but one per
-      // pass, so that the peer's other sockets get theirs before a socket whose buffer takes everything at once
-      // (a fast link's) carries the whole message alone.
-      // A queued whole message waits for its own socket (the others take nothing past it meanwhile).
-      std::deque<Part>& queued = unsentChunks_[c.peer];
+      // This socket took all it had: it takes the next queued item. A chunk of a striped message, one per pass, so
+      // that the peer's other sockets get theirs before a socket whose buffer takes everything at once (a fast
+      // link's) carries the whole message alone; a whole message only when it is this socket's (the others take
+      // nothing past it meanwhile).
+      std::deque<Part>& queued = unassignedSends_[c.peer];
       if (queued.empty()) break;
       Part& next = queued.front();
       if (next.chunk ? tookChunk : next.socket != c.index) break;
@@ -581,7 +580,7 @@ int TcpTransport::driveSends(Channel& c) {
         // A chunk this full socket has not started goes back, for whichever socket drains first.
         // Only when nothing queued behind it on this socket, which would then overtake it.
         if (p.headerDone == 0 && p.chunk && c.sends.size() == 1) {
-          unsentChunks_[c.peer].push_front(p);
+          unassignedSends_[c.peer].push_front(p);
           c.sends.pop_front();
         }
         break;
@@ -666,10 +665,9 @@ int TcpTransport::driveRecvs(Channel& c) {
       if (!readPayload(c, s.data + c.chunkOffset, c.chunkBytes, c.chunkDone)) return completed;
       c.chunkOf = nullptr;
       if (++s.received == s.parts) {
-        s.complete = true;  // the owner may be gone once done: this entry no longer touches it
-        s.owner->done = true;
+        s.owner->done = true;  // the owner may be gone from here on: the entry no longer touches it
         ++completed;
-        while (!striped.empty() && striped.front().complete) striped.pop_front();
+        while (!striped.empty() && striped.front().complete()) striped.pop_front();
       }
       continue;
     }

@@ -121,7 +121,7 @@ class TcpTransport : public Transport {
     uint32_t parts = 0;  // as the sender cut it: known from the first chunk's header
     uint32_t received = 0;
     std::vector<bool> arrived;
-    bool complete = false;
+    bool complete() const { return parts != 0 && received == parts; }
   };
   struct Channel {
     int fd = -1;
@@ -188,7 +188,7 @@ class TcpTransport : public Transport {
   std::vector<std::vector<Channel>> channels_;  // [peer][socket]
   // [peer]: sends no socket has taken yet, in sequence order: chunks of striped messages (any socket takes them) and
   // whole messages queued behind them for their own socket (queueSend).
-  std::vector<std::deque<Part>> unsentChunks_;
+  std::vector<std::deque<Part>> unassignedSends_;
   std::vector<std::deque<StripedRecv>> stripedRecvs_;  // [peer], by sequence; completed ones leave from the front
   std::vector<bool> stripes_;                          // [peer]: stripesTo()'s last verdict
   std::vector<Clock::time_point> rateCheckedAt_;       // [peer]: when stripesTo() last asked the kernel
