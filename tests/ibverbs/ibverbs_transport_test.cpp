@@ -23,6 +23,7 @@ TEST(IbverbsTransport, ProgressSleepsWhileWaiting) { conformance::progressSleeps
 TEST(IbverbsTransport, AbortFromAnotherThreadWakesAndPropagates) { conformance::abortFromAnotherThread(makeIbverbs); }
 TEST(IbverbsTransport, ProgressReturnsWhenItsWaitIsOver) { conformance::progressReturnsWhenItsWaitIsOver(makeIbverbs); }
 TEST(IbverbsTransport, VanishedPeerIsAnError) { conformance::vanishedPeerIsAnError(makeIbverbs); }
+TEST(IbverbsTransport, FinishedPeerLeavesItsMessages) { conformance::finishedPeerLeavesItsMessages(makeIbverbs); }
 TEST(IbverbsTransport, SetupTimesOutWhenAPeerNeverConnects) {
   conformance::setupTimesOutWhenAPeerNeverConnects(makeIbverbs);
 }

@@ -10,7 +10,8 @@
 //   - errors: size mismatches (including off by one) reported on the receiver, progress() sleeping rather than
 //     spinning and returning when its wait is over, abort() from another thread waking the sleeper and reaching the
 //     peer, a peer that vanishes while this rank waits on a receive or on a send, and a peer that never sets up its
-//     side, each an error with a message (not a hang) within the deadline.
+//     side, each an error with a message (not a hang) within the deadline; and a peer that sent everything and left
+//     before its messages were read, which is no error.
 // faulty_transport.hpp breaks a real transport in each of the ways these checks are meant to catch, and the UCX
 // tests run the checks over it to show that they fail.
 #pragma once
@@ -415,6 +416,70 @@ inline void abortFromAnotherThread(const NetworkFactory& factory) {
     }
     if (aborter.joinable()) aborter.join();
   });
+}
+
+// A peer that sent its messages and left (a rank that finished its part of a collective and exited) before this rank
+// read them all: every message still arrives, and the ends of the peer's connections are no error while nothing
+// more is owed. Over TCP between hosts large messages are striped, so one socket ends while another still holds
+// chunks of a message that is being received. The sender first tries to finish alone (a transport that buffers in
+// the kernel can); one that needs its receiver (a rendezvous) is then read while it sends.
+inline void finishedPeerLeavesItsMessages(const NetworkFactory& factory) {
+  const std::vector<size_t> sizes = {8, 600000, 524288, 1048579, 7, 300007};
+  UniqueIdData id = createTcpUniqueId();
+  std::atomic<bool> needsReader{false};
+  std::atomic<bool> left{false};
+  std::thread peer([&] {
+    try {
+      NetworkRank me(id, 1, 2, 20000, factory);
+      std::vector<std::vector<uint8_t>> sends;
+      std::vector<Transfer> st(sizes.size());
+      std::vector<Transfer*> all;
+      for (size_t m = 0; m < sizes.size(); ++m) {
+        sends.push_back(patternMessage(sizes[m], 1, 0, m));
+        me.net->postSend(0, sends[m].data(), sizes[m], &st[m]);
+        all.push_back(&st[m]);
+      }
+      const auto alone = Clock::now() + std::chrono::milliseconds(500);
+      auto allSent = [&] { return std::all_of(st.begin(), st.end(), [](const Transfer& x) { return x.done; }); };
+      while (!allSent() && Clock::now() < alone) me.net->progress(10);
+      if (!allSent()) {
+        needsReader = true;
+        EXPECT_TRUE(waitAll(*me.net, all, 20000));
+      }
+      me.close();
+    } catch (const Error& e) {
+      ADD_FAILURE() << "rank 1: " << e.what();
+    }
+    left = true;
+  });
+  try {
+    NetworkRank me(id, 0, 2, 20000, factory);
+    std::vector<RecvBuffer> recvs;
+    recvs.reserve(sizes.size());
+    std::vector<Transfer> rt(sizes.size());
+    std::vector<Transfer*> all;
+    for (size_t m = 0; m < sizes.size(); ++m) {
+      recvs.emplace_back(sizes[m], 1, 0, m);
+      me.net->postRecv(1, recvs[m].data(), sizes[m], &rt[m]);
+      all.push_back(&rt[m]);
+    }
+    while (!left.load()) {
+      if (needsReader.load()) {
+        me.net->progress(10);
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+    ASSERT_TRUE(waitAll(*me.net, all, 20000));
+    for (size_t m = 0; m < sizes.size(); ++m) {
+      std::string problem = recvs[m].problem();
+      EXPECT_TRUE(problem.empty()) << "message " << m << " (" << sizes[m] << " bytes): " << problem;
+    }
+  } catch (const Error& e) {
+    ADD_FAILURE() << "rank 0: " << e.what();
+  }
+  left = true;
+  peer.join();
 }
 
 // A peer that disappears (transport and TCP mesh closed, as the kernel does for a killed process) while this rank

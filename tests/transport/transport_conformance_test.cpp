@@ -219,6 +219,7 @@ TEST_P(TransportConformance, VanishedPeerIsAnError) {
   if (!GetParam().noVanishing.empty()) GTEST_SKIP() << GetParam().noVanishing;
   conformance::vanishedPeerIsAnError(factory());
 }
+TEST_P(TransportConformance, FinishedPeerLeavesItsMessages) { conformance::finishedPeerLeavesItsMessages(factory()); }
 TEST_P(TransportConformance, SetupTimesOutWhenAPeerNeverConnects) {
   switch (GetParam().setup) {
     case SetupCheck::kNetwork:

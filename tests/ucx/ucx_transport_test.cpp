@@ -33,6 +33,7 @@ TEST(UcxTransport, ProgressSleepsWhileWaiting) { conformance::progressSleepsWhil
 TEST(UcxTransport, ProgressReturnsWhenItsWaitIsOver) { conformance::progressReturnsWhenItsWaitIsOver(makeUcx); }
 TEST(UcxTransport, AbortFromAnotherThreadWakesAndPropagates) { conformance::abortFromAnotherThread(makeUcx); }
 TEST(UcxTransport, VanishedPeerIsAnError) { conformance::vanishedPeerIsAnError(makeUcx); }
+TEST(UcxTransport, FinishedPeerLeavesItsMessages) { conformance::finishedPeerLeavesItsMessages(makeUcx); }
 TEST(UcxTransport, SetupTimesOutWhenAPeerNeverConnects) { conformance::setupTimesOutWhenAPeerNeverConnects(makeUcx); }
 
 // The factory the communicator calls is this one (not network_fallback.cpp's stand-in).

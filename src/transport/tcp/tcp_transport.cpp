@@ -517,6 +517,12 @@ bool TcpTransport::wantsSend(const Channel& c) const { return !c.sends.empty() |
 
 bool TcpTransport::wantsRecv(const Channel& c) const {
   if (c.chunkOf != nullptr) return true;
+  if (c.ended) {  // driveRecvs fails a receive that can no longer arrive
+    if (!c.recvs.empty()) return true;
+    if (stripedRecvs_[c.peer].empty()) return false;
+    return std::all_of(channels_[c.peer].begin(), channels_[c.peer].end(),
+                       [](const Channel& other) { return other.fd < 0 || other.ended; });
+  }
   // A header held for a receive that is not posted yet: nothing more is read from this socket until it is.
   if (c.pendingDone == sizeof(Header)) return c.pending.sequence < recvSequence_[c.peer];
   return !c.recvs.empty() || !stripedRecvs_[c.peer].empty();
@@ -619,6 +625,26 @@ bool TcpTransport::readPayload(Channel& c, char* data, size_t bytes, size_t& don
   return true;
 }
 
+bool TcpTransport::readChunkHeader(Channel& c) {
+  char* header = reinterpret_cast<char*>(&c.pending);
+  while (c.pendingDone < sizeof(Header)) {
+    ssize_t n = ::recv(c.fd, header + c.pendingDone, sizeof(Header) - c.pendingDone, MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
+      connectionLost(c, "receive", errno);
+    }
+    if (n == 0) {
+      if (c.pendingDone > 0) connectionLost(c, "receive", 0);  // cut inside a header
+      c.ended = true;
+      if (wantsRecv(c)) connectionLost(c, "receive", 0);  // every socket of the peer ended, a message still owed
+      return false;
+    }
+    bytesMoved_ += static_cast<size_t>(n);
+    c.pendingDone += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 bool TcpTransport::dispatchHeader(Channel& c) {
   const Header& h = c.pending;
   if (!c.recvs.empty() && h.sequence == c.recvs.front().header.sequence) {
@@ -658,6 +684,7 @@ bool TcpTransport::dispatchHeader(Channel& c) {
 // goes.
 int TcpTransport::driveRecvs(Channel& c) {
   int completed = 0;
+  if (c.ended) connectionLost(c, "receive", 0);  // wantsRecv: a receive that can no longer arrive
   std::deque<StripedRecv>& striped = stripedRecvs_[c.peer];
   for (;;) {
     if (c.chunkOf != nullptr) {
@@ -707,7 +734,10 @@ int TcpTransport::driveRecvs(Channel& c) {
     }
     if (c.pendingDone < sizeof(Header)) {
       if (c.recvs.empty() && striped.empty()) return completed;  // nothing is expected on this socket
-      if (!readPayload(c, reinterpret_cast<char*>(&c.pending), sizeof(Header), c.pendingDone)) return completed;
+      if (c.recvs.empty() ? !readChunkHeader(c)
+                          : !readPayload(c, reinterpret_cast<char*>(&c.pending), sizeof(Header), c.pendingDone)) {
+        return completed;
+      }
     }
     if (!dispatchHeader(c)) return completed;
   }

@@ -138,6 +138,10 @@ class TcpTransport : public Transport {
     size_t chunkOffset = 0;
     size_t chunkBytes = 0;
     size_t chunkDone = 0;
+    // The peer closed this socket between messages while only chunks of striped messages were expected from it: a
+    // peer that finished sends its last chunks on whichever sockets drained first, so the rest may still be on its
+    // other sockets. Nothing more is read from it; a receive that needs it fails.
+    bool ended = false;
   };
 
   TcpTransport(int rank, int nranks, int socketsPerPeer);
@@ -150,6 +154,9 @@ class TcpTransport : public Transport {
   int driveRecvs(Channel& c);
   // Reads the payload of the channel's current whole message or chunk; returns false when the socket ran dry.
   bool readPayload(Channel& c, char* data, size_t bytes, size_t& done);
+  // Reads the next chunk header into c.pending on a socket that expects no whole message; false when the socket ran
+  // dry or ended (Channel::ended) while another of the peer's sockets is still open.
+  bool readChunkHeader(Channel& c);
   // Matches the complete header in c.pending to a posted receive; false when that receive is not posted yet.
   bool dispatchHeader(Channel& c);
   // Whether a large message to peer goes in chunks over all its sockets (the link is fast) or whole on one.
