@@ -777,9 +777,14 @@ void Communicator::runCollective(Operation& op) {
     runCompressed(op);
     return;
   }
-  // One rank: every collective but AlltoAllv is "output = input" (an average of one value is the value).
-  if (nranks_ == 1 && op.args.coll != Collective::kAlltoAllv) {
+  // One rank: every collective is "output = input" (an average of one value is the value), AlltoAllv of its one
+  // block, which may sit anywhere in either buffer.
+  if (nranks_ == 1) {
     noteAlgorithm("self");
+    if (op.args.coll == Collective::kAlltoAllv) {
+      runSelfAlltoAllv(op);
+      return;
+    }
     const size_t bytes = op.args.count * dataTypeSize(op.args.dtype);
     if (op.args.coll != Collective::kBarrier && bytes > 0 && op.output != nullptr && op.output != op.input) {
       std::memmove(op.output, op.input, bytes);
@@ -809,6 +814,19 @@ void Communicator::runCollective(Operation& op) {
   const auto start = timed ? Clock::now() : Clock::time_point{};
   executeSchedule(*schedule, buffers, ctx);
   if (timed) recordTimedCall(op.args, algorithm, std::chrono::duration<double>(Clock::now() - start).count());
+}
+
+void Communicator::runSelfAlltoAllv(const Operation& op) const {
+  const CollArgs& a = op.args;
+  if (a.sendCounts[0] != a.recvCounts[0]) {
+    throwError(ternInvalidArgument, "alltoallv: rank 0 sends %zu elements to itself but expects %zu", a.sendCounts[0],
+               a.recvCounts[0]);
+  }
+  const size_t size = dataTypeSize(a.dtype);
+  const size_t bytes = a.sendCounts[0] * size;
+  const char* from = static_cast<const char*>(op.input) + a.sendDispls[0] * size;
+  char* to = static_cast<char*>(op.output) + a.recvDispls[0] * size;
+  if (bytes > 0 && from != to) std::memmove(to, from, bytes);
 }
 
 ExecBuffers Communicator::buffersOf(const Operation& op, const Schedule& schedule) {

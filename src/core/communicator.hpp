@@ -156,6 +156,8 @@ class Communicator {
   Outcome failCall(ternResult_t code, const std::string& message);
   void waitForGate(Operation& op);
   void runCollective(Operation& op);
+  // A one-rank AlltoAllv: its one block, copied (counts that differ are refused, as on more ranks).
+  void runSelfAlltoAllv(const Operation& op) const;
   void runPointToPoint(Operation& op);
   void runCompressed(Operation& op);
   // Whether a compressed call runs as compressed_hier: where it applies, TERN_COMPRESS_HIER or the cheaper form.

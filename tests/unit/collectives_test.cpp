@@ -375,5 +375,22 @@ TEST(Collectives, AllReduceOfRandomFloatsIsBitIdenticalOnEveryRank) {
   }
 }
 
+// One rank: the alltoallv's one block moves between its displacements, nothing else in the output is touched, and
+// a receive count that differs from the send count is refused with both counts named.
+TEST(Collectives, OneRankAlltoAllvMovesItsBlockBetweenDisplacements) {
+  runOnRanks(1, Wire::kInproc, [&](ternComm_t comm, int) {
+    std::vector<int32_t> in = {1, 2, 3, 4, 5, 6, 7};
+    std::vector<int32_t> out(9, -1);
+    size_t sc = 4, sd = 2, rc = 4, rd = 3;
+    ASSERT_EQ(ternAlltoAllv(in.data(), &sc, &sd, out.data(), &rc, &rd, ternInt32, comm), ternSuccess)
+        << ternGetLastError(comm);
+    EXPECT_EQ(out, (std::vector<int32_t>{-1, -1, -1, 3, 4, 5, 6, -1, -1}));
+    rc = 5;
+    EXPECT_EQ(ternAlltoAllv(in.data(), &sc, &sd, out.data(), &rc, &rd, ternInt32, comm), ternInvalidArgument);
+    const std::string error = ternGetLastError(comm);
+    EXPECT_NE(error.find("sends 4 elements to itself but expects 5"), std::string::npos) << error;
+  });
+}
+
 }  // namespace
 }  // namespace tern
