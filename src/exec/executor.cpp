@@ -1,5 +1,6 @@
 #include "exec/executor.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <queue>
 #include <string>
@@ -14,6 +15,9 @@ namespace {
 
 // Local steps at least this large are followed by a non-blocking transport progress call (see drainLocal).
 constexpr size_t kProgressAfterBytes = 64 * 1024;
+// A copy or reduction longer than this, run on the CPU while transfers are in flight, goes in slices of this size
+// with a non-blocking progress call between them (see runLocal).
+constexpr size_t kLocalSliceBytes = size_t{2} << 20;
 
 size_t localWorkBytes(const Step& st) {
   if (st.kind == StepKind::kEncode || st.kind == StepKind::kDecode || st.kind == StepKind::kCast) {
@@ -162,6 +166,16 @@ class Run {
   void runLocal(uint32_t i) {
     const Step& st = s_.steps[i];
     const ComputeBackend& compute = compute_;
+    // Posted transfers move only while the transport is progressed: a long copy or reduction run in one piece
+    // leaves the wire idle for its whole length (a 2-rank alltoall's own block is half the buffer, copied while the
+    // other half crosses the network). In slices, the transport is progressed between them. Element-wise steps, so
+    // the bits are the same; slices are whole elements of every datatype.
+    const bool sliced = (st.kind == StepKind::kCopy || st.kind == StepKind::kReduce) &&
+                        st.dst.bytes > kLocalSliceBytes && !inFlight_.empty() && &compute == &cpuBackend();
+    if (sliced) {
+      runSliced(st);
+      return;
+    }
     switch (st.kind) {
       case StepKind::kReduce:
         compute.reduce(ref(st.dst), ref(st.src), ref(st.src2), ctx_.dtype, ctx_.op);
@@ -184,6 +198,21 @@ class Run {
         break;
       default:
         break;
+    }
+  }
+
+  void runSliced(const Step& st) {
+    const MemRef dst = ref(st.dst);
+    const MemRef src = ref(st.src);
+    const MemRef src2 = st.kind == StepKind::kReduce ? ref(st.src2) : MemRef{};
+    for (size_t at = 0; at < dst.bytes; at += kLocalSliceBytes) {
+      const size_t bytes = std::min(kLocalSliceBytes, dst.bytes - at);
+      if (st.kind == StepKind::kCopy) {
+        compute_.copy(dst.slice(at, bytes), src.slice(at, bytes));
+      } else {
+        compute_.reduce(dst.slice(at, bytes), src.slice(at, bytes), src2.slice(at, bytes), ctx_.dtype, ctx_.op);
+      }
+      if (at + bytes < dst.bytes && !inFlight_.empty() && ctx_.transport->progress(0) > 0) reapTransfers();
     }
   }
 
