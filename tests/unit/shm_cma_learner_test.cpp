@@ -1,9 +1,13 @@
 // CmaLearner (src/algorithms/shm/cma_learner.hpp): the trial schedule, the vote, the agreement through the calls'
-// outcomes, bands inheriting a neighbour's verdict, the host's prior, and the late confirmation. The end-to-end path
+// outcomes, bands inheriting a neighbour's verdict, the host's prior, the confirmations that keep checking the
+// verdict while the job runs, and alltoallv's single band. The end-to-end path
 // (ranks as processes, the forms actually run) is covered by the shared-memory tests that run with the learner on by
 // default.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "algorithms/shm/cma_learner.hpp"
@@ -84,7 +88,7 @@ TEST(CmaLearner, NearbyBandsStartFromADecidedNeighbourWithoutATrial) {
   EXPECT_EQ(l.overall(Collective::kAllReduce), Verdict::kAvoid);
 }
 
-TEST(CmaLearner, AProvisionalVerdictIsConfirmedOnceByTheOtherForm) {
+TEST(CmaLearner, AProvisionalVerdictIsConfirmedByTheOtherForm) {
   CmaLearner l(true);
   for (int i = 0; i < 8; ++i) call(l, Collective::kAllReduce, kMiB, 900, 300);  // decided: avoid
   // A larger band inherits "avoid", but there CMA is faster: the confirming call finds it and switches.
@@ -94,7 +98,7 @@ TEST(CmaLearner, AProvisionalVerdictIsConfirmedOnceByTheOtherForm) {
   for (int i = 0; i < CmaLearner::kConfirmCall; ++i) EXPECT_FALSE(ran[i]) << i;
   EXPECT_TRUE(ran[CmaLearner::kConfirmCall]);      // the trial of the other form
   EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 1]);  // the vote
-  EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 3]);  // settled
+  EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 3]);  // decided until the next check
   EXPECT_EQ(l.verdict(Collective::kAllReduce, 4 * kMiB), Verdict::kUse);
   EXPECT_EQ(l.overall(Collective::kAllReduce), Verdict::kUnknown) << "bands disagree";
 }
@@ -102,7 +106,7 @@ TEST(CmaLearner, AProvisionalVerdictIsConfirmedOnceByTheOtherForm) {
 TEST(CmaLearner, SlowKernelCopiesStartEveryBandAvoidedAndOnlyTheConfirmingCallTriesCma) {
   CmaLearner l(true, /*startAvoided=*/true);
   EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kAvoid);
-  EXPECT_EQ(l.overall(Collective::kAlltoAll), Verdict::kAvoid) << "alltoallv follows the host's prior too";
+  EXPECT_EQ(l.verdict(Collective::kAlltoAllv, kMiB), Verdict::kAvoid) << "alltoallv starts from the host's prior too";
   std::vector<bool> ran;
   for (int i = 0; i < CmaLearner::kConfirmCall + 3; ++i) ran.push_back(call(l, Collective::kAllReduce, kMiB, 900, 300));
   for (int i = 0; i < CmaLearner::kConfirmCall; ++i) EXPECT_FALSE(ran[i]) << "no trial on call " << i;
@@ -118,8 +122,51 @@ TEST(CmaLearner, OffLearnsNothingAndAlwaysOffers) {
   CmaLearner l(false);
   for (int i = 0; i < 50; ++i) EXPECT_TRUE(call(l, Collective::kAllReduce, kMiB, 900, 300));
   EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB), Verdict::kUnknown);
-  EXPECT_FALSE(CmaLearner::learns(Collective::kAlltoAllv));
+  EXPECT_TRUE(CmaLearner::learns(Collective::kAlltoAllv));
   EXPECT_FALSE(CmaLearner::learns(Collective::kReduce));
+}
+
+// Which form pays can change under a running job (a VM's vCPUs moved to cores that share no cache make staging
+// several times slower): the verdict is checked again at calls 32, 64, 128, ..., 1024 and then every 1024, each
+// check one call of the other form, and the band follows what the check finds.
+TEST(CmaLearner, TheVerdictIsCheckedAgainWhileTheJobRuns) {
+  CmaLearner l(true, /*startAvoided=*/true);
+  std::vector<bool> ran;
+  double cmaUs = 100, stagedUs = 300;  // CMA pays at first
+  for (int i = 0; i < 5000; ++i) {
+    if (i == 200 || i == 2100) std::swap(cmaUs, stagedUs);  // staging pays from call 200, CMA again from 2100
+    ran.push_back(call(l, Collective::kAllGather, kMiB, cmaUs, stagedUs));
+    if (i == 40) {
+      EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kUse) << "switched at the check at 32";
+    } else if (i == 300) {
+      EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kAvoid) << "switched back at 256";
+    } else if (i == 3100) {
+      EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kUse) << "switched again at 3072";
+    }
+  }
+  // A check that finds the verdict right is one call of the other form; one that finds it wrong switches there.
+  std::vector<int> oneOffs, switches;
+  for (int i = 2; i + 1 < static_cast<int>(ran.size()); ++i) {
+    if (ran[i] == ran[i - 1]) continue;
+    if (ran[i] != ran[i + 1]) oneOffs.push_back(i);
+    if (ran[i] == ran[i + 1] && ran[i - 1] == ran[i - 2]) switches.push_back(i);
+  }
+  EXPECT_EQ(oneOffs, (std::vector<int>{64, 128, 512, 1024, 2048, 4096}));
+  EXPECT_EQ(switches, (std::vector<int>{32, 256, 3072}));
+}
+
+// Alltoallv's sizes differ from rank to rank, so every call of it counts in one band whatever its size: the trial
+// and the verdict are the same for every size.
+TEST(CmaLearner, AlltoallvLearnsInOneBand) {
+  CmaLearner l(true);
+  const size_t sizes[] = {kMiB, 3 * kMiB, kMiB / 8, 40 * kMiB, 5000, kMiB, 7 * kMiB, 2 * kMiB};
+  std::vector<bool> ran;
+  for (size_t bytes : sizes) ran.push_back(call(l, Collective::kAlltoAllv, bytes, 100, 300));
+  const std::vector<bool> expected = {true, true, false, false, false, true, true, true};
+  EXPECT_EQ(ran, expected);
+  EXPECT_EQ(l.verdict(Collective::kAlltoAllv, 1), Verdict::kUse);
+  EXPECT_EQ(l.verdict(Collective::kAlltoAllv, 64 * kMiB), Verdict::kUse);
+  EXPECT_EQ(l.verdict(Collective::kAlltoAll, kMiB), Verdict::kUnknown) << "alltoall learns on its own";
 }
 
 }  // namespace

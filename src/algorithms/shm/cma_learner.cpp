@@ -7,16 +7,30 @@
 namespace tern::shm {
 
 bool CmaLearner::learns(Collective coll) {
-  // Alltoallv's sizes differ from rank to rank (its band would too); it follows alltoall's verdict instead.
   return coll == Collective::kAllReduce || coll == Collective::kAllGather || coll == Collective::kBroadcast ||
-         coll == Collective::kAlltoAll;
+         coll == Collective::kAlltoAll || coll == Collective::kAlltoAllv;
 }
 
-int CmaLearner::bandIndex(size_t inBytes) { return inBytes == 0 ? 0 : static_cast<int>(std::bit_width(inBytes)) - 1; }
+int CmaLearner::bandIndex(Collective coll, size_t inBytes) {
+  // Alltoallv's sizes differ from rank to rank, so a band by size would too: it has one band.
+  if (coll == Collective::kAlltoAllv || inBytes == 0) return 0;
+  return static_cast<int>(std::bit_width(inBytes)) - 1;
+}
+
+std::string CmaLearner::bandName(Collective coll, size_t inBytes) {
+  if (coll == Collective::kAlltoAllv) return "alltoallv (times per MiB sent)";
+  return format("%s of %zu+ bytes per rank", collectiveName(coll), size_t{1} << bandIndex(coll, inBytes));
+}
+
+bool CmaLearner::isConfirmCall(uint64_t call) {
+  if (call < static_cast<uint64_t>(kConfirmCall)) return false;
+  if (call >= static_cast<uint64_t>(kReconfirmEvery)) return call % kReconfirmEvery == 0;
+  return std::has_single_bit(call);
+}
 
 CmaLearner::Band* CmaLearner::bandOf(Collective coll, size_t inBytes) {
   if (!enabled_ || !learns(coll)) return nullptr;
-  return &bands_[static_cast<size_t>(coll) * kBands + static_cast<size_t>(bandIndex(inBytes))];
+  return &bands_[static_cast<size_t>(coll) * kBands + static_cast<size_t>(bandIndex(coll, inBytes))];
 }
 
 const CmaLearner::Band* CmaLearner::bandOf(Collective coll, size_t inBytes) const {
@@ -48,24 +62,27 @@ bool CmaLearner::offer(Collective coll, size_t inBytes) {
   Band* b = bandOf(coll, inBytes);
   if (b == nullptr) return true;  // not learned here
   if (b->calls == 0 && b->agreed == Verdict::kUnknown) {
-    b->agreed = neighbourVerdict(coll, bandIndex(inBytes));
+    b->agreed = neighbourVerdict(coll, bandIndex(coll, inBytes));
     refreshOverall(coll);
   }
-  const int i = b->calls;
+  const uint64_t i = b->calls;
   if (b->agreed == Verdict::kUnknown) {
     if (i < kQuickTrialCalls) return kQuickTrial[i];
     return b->vote;
   }
   const bool current = b->agreed == Verdict::kUse;
-  if (b->settled || i < kConfirmCall) return current;
-  if (i == kConfirmCall) return !current;  // the confirming trial of the other form
-  return b->vote;
+  if (isConfirmCall(i)) return !current;  // a confirming trial of the other form
+  if (i > 0 && isConfirmCall(i - 1)) return b->vote;
+  return current;
 }
 
 std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, double seconds) {
   Band* b = bandOf(coll, inBytes);
-  if (b == nullptr || b->settled) return "";
-  const int i = b->calls++;
+  if (b == nullptr) return "";
+  // Alltoallv's one band holds calls of every size: they compare as times per MiB this rank sends.
+  if (coll == Collective::kAlltoAllv && inBytes > 0)
+    seconds *= static_cast<double>(size_t{1} << 20) / static_cast<double>(inBytes);
+  const uint64_t i = b->calls++;
   const Verdict outcome = ranCma ? Verdict::kUse : Verdict::kAvoid;
   const double before = (b->previous[0] + b->previous[1]) / 2;
   b->previous[1] = b->previous[0];
@@ -77,34 +94,34 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
     if (i < kQuickTrialCalls) return "";
     b->agreed = outcome;
     refreshOverall(coll);
-    return format(
-        "%s of %zu+ bytes per rank: CMA %s (trial: CMA %.1f us, staged %.1f us over two calls each; "
-        "to be confirmed at call %d)",
-        collectiveName(coll), size_t{1} << bandIndex(inBytes), ranCma ? "used" : "avoided", b->cmaSeconds * 1e6,
-        b->stagedSeconds * 1e6, kConfirmCall);
+    return format("%s: CMA %s (trial: CMA %.1f us, staged %.1f us over two calls each; to be confirmed at call %d)",
+                  bandName(coll, inBytes).c_str(), ranCma ? "used" : "avoided", b->cmaSeconds * 1e6,
+                  b->stagedSeconds * 1e6, kConfirmCall);
   }
-  if (i == kConfirmCall) {
+  if (isConfirmCall(i)) {
     const bool current = b->agreed == Verdict::kUse;
     if (ranCma != current) {
       vote(*b, ranCma ? seconds : before, ranCma ? before : seconds);
     } else {
       b->vote = current;  // the other form could not run (a peer's buffers): nothing to compare
     }
+    return "";
   }
-  if (i > kConfirmCall) {
-    b->agreed = outcome;
-    refreshOverall(coll);
-    b->settled = true;
-    return format("%s of %zu+ bytes per rank: CMA %s for good (after a call of the other form at call %d)",
-                  collectiveName(coll), size_t{1} << bandIndex(inBytes), ranCma ? "used" : "avoided", kConfirmCall);
-  }
-  return "";
+  if (i == 0 || !isConfirmCall(i - 1)) return "";
+  // The call after a confirming one ran what the ranks voted: the band's verdict until the next check.
+  const Verdict was = b->agreed;
+  b->agreed = outcome;
+  refreshOverall(coll);
+  if (b->confirmed && outcome == was) return "";
+  b->confirmed = true;
+  return format("%s: CMA %s (after a call of the other form at call %llu)", bandName(coll, inBytes).c_str(),
+                ranCma ? "used" : "avoided", static_cast<unsigned long long>(i - 1));
 }
 
 CmaLearner::Verdict CmaLearner::verdict(Collective coll, size_t inBytes) const {
   const Band* b = bandOf(coll, inBytes);
   if (b == nullptr) return Verdict::kUnknown;
-  return b->agreed != Verdict::kUnknown ? b->agreed : neighbourVerdict(coll, bandIndex(inBytes));
+  return b->agreed != Verdict::kUnknown ? b->agreed : neighbourVerdict(coll, bandIndex(coll, inBytes));
 }
 
 CmaLearner::Verdict CmaLearner::overall(Collective coll) const {

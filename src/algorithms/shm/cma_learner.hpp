@@ -6,9 +6,11 @@
 // 2-4x slower at every size. No constant is right for both, so each communicator measures.
 //
 // How: where some rank of the host measured its kernel copies well under memcpy's rate at setup
-// (Mesh::kernelCopiesSlow), every band starts avoided, as if decided, and only the confirming call below tries CMA;
-// a short run then pays no trial. Otherwise per collective and size band (a power of two of input bytes per rank),
-// in three steps, every decision taken alike on every rank:
+// (Mesh::kernelCopiesSlow), every band starts avoided, as if decided, and only the confirming calls below try CMA;
+// a short run then pays no trial. Otherwise per collective and size band (a power of two of input bytes per rank;
+// alltoallv, whose sizes differ from rank to rank, has one band of its own, where calls compare by their time
+// per MiB sent), in three steps, every decision taken
+// alike on every rank:
 //   - A band with a decided band of the same collective within kNeighbourBands starts from that band's verdict (a
 //     sweep of sizes pays the trial once). Otherwise its calls run CMA, CMA, staged, staged, staged, CMA, CMA, and
 //     each rank votes for the form whose two counted calls took less time together. Not counted: the first (cold)
@@ -17,9 +19,13 @@
 //     first calls after a pause running slower on a VM.
 //   - A vote is offered on the next eligible call: a CMA form runs only when every rank offers it (describeCall), so
 //     that call's outcome, which every rank sees alike, is the agreed verdict.
-//   - The verdict is provisional until call kConfirmCall of the band, which runs the other form once; a second vote
-//     (its time against the mean of the two calls before it) settles the band for good. A short run never gets
-//     that far and pays nothing; a long one pays one call.
+//   - The verdict is checked again by confirming calls, which run the other form once; a second vote (its time
+//     against the mean of the two calls before it) decides the band from the call after. The first is call
+//     kConfirmCall of the band, then at doubling intervals up to every kReconfirmEvery calls: which form pays can
+//     change while a job runs (on a VM, the host may move the two ranks' vCPUs from cores that share a cache, where
+//     staging's two copies are cheap, to cores that do not, where every line crosses twice and one kernel copy is
+//     several times faster), and a check every kReconfirmEvery calls costs at most one slow call in that many. A
+//     short run never gets that far and pays nothing.
 // Every rank counts the same calls (bands and eligibility come from arguments every rank shares), so no exchange
 // beyond the calls' own is needed. Bands are narrow because the crossover can move with size: a kernel copy's fixed
 // cost weighs at 8 KiB, its rate at 8 MiB.
@@ -27,6 +33,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "exec/collective.hpp"
@@ -36,8 +43,9 @@ namespace tern::shm {
 class CmaLearner {
  public:
   enum class Verdict { kUnknown, kUse, kAvoid };
-  static constexpr int kNeighbourBands = 4;  // a verdict carries to bands up to 16x larger or smaller
-  static constexpr int kConfirmCall = 32;    // the band's call that tries the other form once
+  static constexpr int kNeighbourBands = 4;     // a verdict carries to bands up to 16x larger or smaller
+  static constexpr int kConfirmCall = 32;       // the band's first call that tries the other form (a power of two)
+  static constexpr int kReconfirmEvery = 1024;  // the longest interval between two such calls (a power of two)
   // The quick trial's forms (true: CMA), call by call, and which calls count.
   static constexpr int kQuickTrialCalls = 7;
   static constexpr bool kQuickTrial[kQuickTrialCalls] = {true, true, false, false, false, true, true};
@@ -51,7 +59,7 @@ class CmaLearner {
   }
 
   // Whether the learner decides for calls of coll at all: allreduce, allgather, broadcast and alltoall, whose sizes
-  // every rank knows alike.
+  // every rank knows alike, and alltoallv in one band.
   static bool learns(Collective coll);
 
   // Whether this rank offers the CMA form for an eligible call (one the size rules give to CMA) of coll with inBytes
@@ -64,21 +72,25 @@ class CmaLearner {
   // identical on every rank).
   Verdict verdict(Collective coll, size_t inBytes) const;
   // kAvoid when every band of coll decided so far avoids CMA (at least one has), kUse when every one uses it,
-  // else kUnknown: for calls whose size differs between ranks (alltoallv follows alltoall).
+  // else kUnknown.
   Verdict overall(Collective coll) const;
 
  private:
   static constexpr int kBands = 64;  // floor(log2(input bytes per rank))
   static constexpr int kCollectives = static_cast<int>(Collective::kCount);
+  // Whether a band's call (counted from 0) runs the other form to check the verdict.
+  static bool isConfirmCall(uint64_t call);
   struct Band {
-    int calls = 0;                             // eligible calls seen
+    uint64_t calls = 0;                        // eligible calls seen
     double cmaSeconds = 0, stagedSeconds = 0;  // the quick trial's sums
     double previous[2] = {0, 0};               // the last two calls' seconds, newest first
     bool vote = true;                          // this rank's vote, offered on the call after a trial
     Verdict agreed = Verdict::kUnknown;
-    bool settled = false;  // confirmed at kConfirmCall
+    bool confirmed = false;  // a confirming call has decided the band at least once
   };
-  static int bandIndex(size_t inBytes);
+  static int bandIndex(Collective coll, size_t inBytes);
+  // "allreduce of 1048576+ bytes per rank", "alltoallv": the band, for the log.
+  static std::string bandName(Collective coll, size_t inBytes);
   Band* bandOf(Collective coll, size_t inBytes);
   const Band* bandOf(Collective coll, size_t inBytes) const;
   // The nearest decided band's verdict within kNeighbourBands, else the host's prior (kAvoid or kUnknown).

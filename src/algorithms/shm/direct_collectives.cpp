@@ -109,12 +109,7 @@ bool DirectCollectives::cmaSizeAdmits(const CollArgs& a, const ShmPlan& plan) co
 }
 
 bool DirectCollectives::cmaAvoided(const CollArgs& a) const {
-  using Verdict = CmaLearner::Verdict;
-  if (a.coll == Collective::kAlltoAllv) {
-    // Alltoallv's sizes differ between ranks, so it is not tried itself: it follows alltoall's bands where they agree.
-    return cmaLearner_.overall(Collective::kAlltoAll) == Verdict::kAvoid;
-  }
-  return cmaLearner_.verdict(a.coll, shmInputBytes(a, mesh_->nranks())) == Verdict::kAvoid;
+  return cmaLearner_.verdict(a.coll, shmInputBytes(a, mesh_->nranks())) == CmaLearner::Verdict::kAvoid;
 }
 
 ShmAlgorithm DirectCollectives::expectedAlgorithm(const CollArgs& a, const ShmPlan& plan) const {
@@ -307,10 +302,17 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
   if (isAlltoAll(a.coll)) {  // direct_alltoall.cpp: its own table exchange decides the form, alike on every rank
     AlltoAllForms forms;
     forms.forced = plan.forced ? plan.algo : ShmAlgorithm::kNone;
-    forms.allowCma = plan.allowCma && (plan.forced || !cmaAvoided(a));  // a forced form overrides what was learned
-    learnsCma_ = !plan.forced && a.coll == Collective::kAlltoAll && cmaSizeAdmits(a, plan);
+    // Counted by the learner: alltoalls whose blocks do not fit inline, and every alltoallv (its sizes differ from
+    // rank to rank; whether a rank's own blocks are inline must not change what every rank counts). On a counted
+    // call the learner's offer is the whole verdict, trials included; otherwise what it learned (a forced form
+    // overrides both).
+    learnsCma_ = !plan.forced && (a.coll == Collective::kAlltoAll ? cmaSizeAdmits(a, plan) : plan.allowCma && c.n > 1);
     if (learnsCma_) learnStart_ = std::chrono::steady_clock::now();
-    if (learnsCma_) forms.allowCma = cmaLearner_.offer(a.coll, shmInputBytes(a, c.n)) && forms.allowCma;
+    if (learnsCma_) {
+      forms.allowCma = plan.allowCma && cmaLearner_.offer(a.coll, shmInputBytes(a, c.n));
+    } else {
+      forms.allowCma = plan.allowCma && (plan.forced || !cmaAvoided(a));
+    }
     forms.allowMapped = plan.allowMapped && gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto;
     forms.registered = plan.allowMapped ? this : nullptr;
     noteRun(ran_ = directAlltoAll(c, forms, chunkSeq_));
