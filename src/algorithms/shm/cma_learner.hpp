@@ -8,9 +8,8 @@
 // How: where some rank of the host measured its kernel copies well under memcpy's rate at setup
 // (Mesh::kernelCopiesSlow), every band starts avoided, as if decided, and only the confirming calls below try CMA;
 // a short run then pays no trial. Otherwise per collective and size band (a power of two of input bytes per rank;
-// alltoallv, whose sizes differ from rank to rank, has one band of its own, where calls compare by their time
-// per MiB sent), in three steps, every decision taken
-// alike on every rank:
+// alltoallv, whose sizes differ from rank to rank, has one band of its own, where calls compare by their time per
+// MiB sent), in three steps, every decision taken alike on every rank:
 //   - A band with a decided band of the same collective within kNeighbourBands starts from that band's verdict (a
 //     sweep of sizes pays the trial once). Otherwise its calls run CMA, CMA, staged, staged, staged, CMA, CMA, and
 //     each rank votes for the form whose two counted calls took less time together. Not counted: the first (cold)
