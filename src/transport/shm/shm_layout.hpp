@@ -170,7 +170,7 @@ struct Layout {
   size_t ringBytes = 0;  // one ring: header + slots
   uint32_t ringSlots = 0;
   size_t totalBytes = 0;
-  size_t populateBytes = 0;  // header through staging: touched at creation
+  size_t populateBytes = 0;  // touched at creation and mapped at once by peers
 
   static Layout forRanks(int nranks);
 };
@@ -190,7 +190,9 @@ inline Layout Layout::forRanks(int nranks) {
   if (l.ringSlots < 4) l.ringSlots = 4;
   l.ringBytes = sizeof(RingHeader) + l.ringSlots * kRingSlotBytes;
   l.totalBytes = alignUp(l.ringsOffset + static_cast<size_t>(nranks) * l.ringBytes, kPage);
-  l.populateBytes = l.ringsOffset;
+  // All of it, rings included: the first pass of messages through a ring would otherwise fault page by page (the
+  // owner allocating, each peer mapping), which costs the first long messages more than their copies.
+  l.populateBytes = l.totalBytes;
   return l;
 }
 
