@@ -101,10 +101,11 @@ const std::vector<KnobSpec>& knobTable() {
       bytes("SHM_CMA_CHUNK_BYTES", 4096, kMaxBytes, true, "the whole call",
             "chunk of the CMA allreduce (0: the whole call)"),
       flag("SHM_HUGEPAGES", "1", "huge pages for buffers peers reach by CMA"),
-      flag("SHM_CMA_LEARN", "1", "try the CMA forms against staging on the first calls and keep the faster"),
+      flag("SHM_CMA_LEARN", "1",
+           "try the CMA forms (and rendezvous for long point-to-point messages) against staging, keep the faster"),
       decimal("SHM_KERNEL_COPY_RATIO", 1000, "measured at setup",
               "process_vm_readv's rate over memcpy's; under 0.5 CMA starts avoided, without a trial, and long "
-              "point-to-point messages are staged"),
+              "point-to-point messages start staged"),
       launch(integer("RANK", 0, kMaxRanks, "", "this process's rank (tern-run)")),
       launch(integer("WORLD_SIZE", 1, kMaxRanks, "", "number of ranks (tern-run)")),
       launch(integer("LOCAL_RANK", 0, kMaxRanks, "", "rank on this host (tern-run)")),

@@ -88,13 +88,13 @@ constexpr size_t kSlotPayload = shm::kRingSlotBytes - sizeof(SlotHeader);
 
 std::vector<Corruption> corruptions() {
   return {
-      {"bytes beyond the slot", {SlotKind::kFirst, 1u << 20, kRecvBytes, 0, 0}},
+      {"bytes beyond the slot", {SlotKind::kFirst, 1u << 20, kRecvBytes, 0, 0, 0}},
       {"bytes within the slot, beyond the receive",
-       {SlotKind::kFirst, static_cast<uint32_t>(kSlotPayload), kRecvBytes, 0, 0}},
-      {"bytes short of the message", {SlotKind::kFirst, 32, kRecvBytes, 0, 0}},
-      {"unknown kind", {static_cast<SlotKind>(77), static_cast<uint32_t>(kRecvBytes), kRecvBytes, 0, 0}},
-      {"continuation first", {SlotKind::kMore, static_cast<uint32_t>(kRecvBytes), kRecvBytes, 0, 0}},
-      {"rendezvous with payload", {SlotKind::kRendezvous, 100, kRecvBytes, 0, 0}},
+       {SlotKind::kFirst, static_cast<uint32_t>(kSlotPayload), kRecvBytes, 0, 0, 0}},
+      {"bytes short of the message", {SlotKind::kFirst, 32, kRecvBytes, 0, 0, 0}},
+      {"unknown kind", {static_cast<SlotKind>(77), static_cast<uint32_t>(kRecvBytes), kRecvBytes, 0, 0, 0}},
+      {"continuation first", {SlotKind::kMore, static_cast<uint32_t>(kRecvBytes), kRecvBytes, 0, 0, 0}},
+      {"rendezvous with payload", {SlotKind::kRendezvous, 100, kRecvBytes, 0, 0, 0}},
   };
 }
 

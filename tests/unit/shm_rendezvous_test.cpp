@@ -1,9 +1,11 @@
-// Long point-to-point messages between processes on one host (src/transport/shm/shm_transport.cpp): by rendezvous
-// (the receiver reads the sender's buffer with process_vm_readv) where the host's kernel copies are fast, through
-// the ring's slots where the setup probe found them slow (TERN_SHM_KERNEL_COPY_RATIO stands in for the probe), and
+// Long point-to-point messages between processes on one host (src/transport/shm/shm_transport.cpp): the first by
+// rendezvous (the receiver reads the sender's buffer with process_vm_readv) where the host's kernel copies are fast,
+// through the ring's slots where the setup probe found them slow (TERN_SHM_KERNEL_COPY_RATIO stands in for the probe);
+// later ones in the form the receiver's learner asks for, which tries the other form on the third message of a size;
 // received intact either way.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -22,9 +24,10 @@ constexpr size_t kCount = size_t{1} << 18;  // 1 MiB of floats: far above the re
 bool inChild() { return std::getenv(kChildMarker) != nullptr; }
 
 TEST(ShmRendezvous, DISABLED_ProcessPairChild) {
-  if (!inChild()) GTEST_SKIP() << "run by ShmRendezvous.LongMessagesFollowTheKernelCopyRate";
+  if (!inChild()) GTEST_SKIP() << "run by the ShmRendezvous tests";
   const int rank = std::atoi(std::getenv("SHM_RENDEZVOUS_TEST_RANK"));
-  const bool expectRendezvous = std::getenv("SHM_RENDEZVOUS_TEST_EXPECT") != nullptr;
+  const int messages = std::atoi(std::getenv("SHM_RENDEZVOUS_TEST_MESSAGES"));
+  const std::string expect = std::getenv("SHM_RENDEZVOUS_TEST_EXPECT");  // none, one, some
   ternUniqueId id;
   ASSERT_TRUE(testing::uniqueIdFromHex(std::getenv("SHM_RENDEZVOUS_TEST_ID"), &id));
   ternConfig_t config = TERN_CONFIG_INITIALIZER;
@@ -32,52 +35,84 @@ TEST(ShmRendezvous, DISABLED_ProcessPairChild) {
   ternComm_t comm = nullptr;
   ASSERT_EQ(ternCommInitRankConfig(&comm, 2, id, rank, &config), ternSuccess) << ternGetLastError(nullptr);
   const uint64_t before = shm::ShmTransport::rendezvousSendsForTesting();
-  std::vector<float> mine(kCount), theirs(kCount, -1.0f);
-  for (size_t i = 0; i < kCount; ++i) mine[i] = static_cast<float>((i * 7 + static_cast<size_t>(rank)) % 1000);
-  ASSERT_EQ(ternGroupStart(), ternSuccess);
-  ASSERT_EQ(ternSend(mine.data(), kCount, ternFloat32, 1 - rank, comm), ternSuccess);
-  ASSERT_EQ(ternRecv(theirs.data(), kCount, ternFloat32, 1 - rank, comm), ternSuccess);
-  ASSERT_EQ(ternGroupEnd(), ternSuccess) << ternGetLastError(comm);
-  size_t wrong = 0;
-  for (size_t i = 0; i < kCount; ++i) {
-    wrong += theirs[i] == static_cast<float>((i * 7 + static_cast<size_t>(1 - rank)) % 1000) ? 0 : 1;
+  std::vector<float> mine(kCount), theirs(kCount);
+  auto value = [](size_t i, int from, int message) {
+    return static_cast<float>((i * 7 + static_cast<size_t>(from) + static_cast<size_t>(message) * 13) % 1000);
+  };
+  for (int m = 0; m < messages; ++m) {
+    for (size_t i = 0; i < kCount; ++i) mine[i] = value(i, rank, m);
+    std::fill(theirs.begin(), theirs.end(), -1.0f);
+    ASSERT_EQ(ternGroupStart(), ternSuccess);
+    ASSERT_EQ(ternSend(mine.data(), kCount, ternFloat32, 1 - rank, comm), ternSuccess);
+    ASSERT_EQ(ternRecv(theirs.data(), kCount, ternFloat32, 1 - rank, comm), ternSuccess);
+    ASSERT_EQ(ternGroupEnd(), ternSuccess) << ternGetLastError(comm);
+    size_t wrong = 0;
+    for (size_t i = 0; i < kCount; ++i) wrong += theirs[i] == value(i, 1 - rank, m) ? 0 : 1;
+    ASSERT_EQ(wrong, 0u) << "rank " << rank << " received a damaged message " << m;
   }
-  EXPECT_EQ(wrong, 0u) << "rank " << rank << " received a damaged message";
   const uint64_t rendezvous = shm::ShmTransport::rendezvousSendsForTesting() - before;
   ternCommDestroy(comm);
-  if (expectRendezvous && rendezvous == 0) {
+  if (expect == "one" && rendezvous == 0) {
     std::fprintf(stderr, "CMA between the ranks refused on this host: the message went through the ring\n");
     std::_Exit(kSkipExit);
   }
-  EXPECT_EQ(rendezvous, expectRendezvous ? 1u : 0u) << "rank " << rank;
+  if (expect == "some") {
+    EXPECT_GE(rendezvous, 1u) << "rank " << rank << ": the learner never asked for the other form in " << messages
+                              << " messages";
+    EXPECT_LT(rendezvous, static_cast<uint64_t>(messages)) << "rank " << rank;
+  } else {
+    EXPECT_EQ(rendezvous, expect == "one" ? 1u : 0u) << "rank " << rank;
+  }
 }
 
-// Both ranks' codes, with TERN_SHM_KERNEL_COPY_RATIO=ratio and whether the send must go by rendezvous.
-std::vector<int> runPair(const char* ratio, bool expectRendezvous) {
+// Both ranks' exit codes after `messages` exchanges with TERN_SHM_KERNEL_COPY_RATIO=ratio, and how many of each
+// rank's sends must go by rendezvous: none, one, some (at least one, not all).
+std::vector<int> runPair(const char* ratio, int messages, const char* expect, bool learn = true) {
   ternUniqueId id;
   EXPECT_EQ(ternGetUniqueId(&id), ternSuccess);
   std::vector<pid_t> pids;
   for (int r = 0; r < 2; ++r) {
-    std::vector<std::string> env = {"TERN_SOCKET_IFNAME=lo", std::string("TERN_SHM_KERNEL_COPY_RATIO=") + ratio,
+    std::vector<std::string> env = {"TERN_SOCKET_IFNAME=lo",
+                                    std::string("TERN_SHM_KERNEL_COPY_RATIO=") + ratio,
+                                    std::string("TERN_SHM_CMA_LEARN=") + (learn ? "1" : "0"),
                                     "SHM_RENDEZVOUS_TEST_RANK=" + std::to_string(r),
+                                    "SHM_RENDEZVOUS_TEST_MESSAGES=" + std::to_string(messages),
+                                    std::string("SHM_RENDEZVOUS_TEST_EXPECT=") + expect,
                                     "SHM_RENDEZVOUS_TEST_ID=" + testing::uniqueIdToHex(id)};
-    if (expectRendezvous) env.emplace_back("SHM_RENDEZVOUS_TEST_EXPECT=1");
     pids.push_back(testing::spawnTestChild("ShmRendezvous.DISABLED_ProcessPairChild", kChildMarker, env));
   }
   std::vector<int> codes;
+  codes.reserve(pids.size());
   for (pid_t p : pids) codes.push_back(testing::waitTestChild(p));
   return codes;
 }
 
-TEST(ShmRendezvous, LongMessagesFollowTheKernelCopyRate) {
+TEST(ShmRendezvous, TheFirstLongMessageFollowsTheKernelCopyRate) {
   // Slow kernel copies: two copies through the slots beat one at a fraction of memcpy's rate.
-  std::vector<int> codes = runPair("0.1", false);
+  std::vector<int> codes = runPair("0.1", 1, "none");
   EXPECT_EQ(codes[0], 0) << "slow kernel copies: rank 0 (see its output above)";
   EXPECT_EQ(codes[1], 0) << "slow kernel copies: rank 1";
-  codes = runPair("1", true);
+  codes = runPair("1", 1, "one");
   if (codes[0] == kSkipExit && codes[1] == kSkipExit) GTEST_SKIP() << "CMA between processes refused on this host";
   EXPECT_EQ(codes[0], 0) << "fast kernel copies: rank 0 (see its output above)";
   EXPECT_EQ(codes[1], 0) << "fast kernel copies: rank 1";
+}
+
+TEST(ShmRendezvous, TheReceiverTriesTheOtherFormAndEveryMessageArrives) {
+  std::vector<int> codes = runPair("1", 1, "one");
+  if (codes[0] == kSkipExit && codes[1] == kSkipExit) GTEST_SKIP() << "CMA between processes refused on this host";
+  // Staged first (slow kernel copies at setup); the learner's check asks for rendezvous from the third message on.
+  codes = runPair("0.1", 12, "some");
+  EXPECT_EQ(codes[0], 0) << "learning from staged: rank 0 (see its output above)";
+  EXPECT_EQ(codes[1], 0) << "learning from staged: rank 1";
+  // Rendezvous first, then staged is tried.
+  codes = runPair("1", 12, "some");
+  EXPECT_EQ(codes[0], 0) << "learning from rendezvous: rank 0";
+  EXPECT_EQ(codes[1], 0) << "learning from rendezvous: rank 1";
+  // TERN_SHM_CMA_LEARN=0: the setup's prior for every message.
+  codes = runPair("0.1", 12, "none", false);
+  EXPECT_EQ(codes[0], 0) << "not learning: rank 0";
+  EXPECT_EQ(codes[1], 0) << "not learning: rank 1";
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ namespace tern::shm {
 
 constexpr uint64_t kSegmentMagic = 0x6d68732d6e726574ull;  // "tern-shm"
 // 2: RankControl::left; 3: RingHeader::reading; 4: slots carry their sequence number (no ring head)
-constexpr uint32_t kLayoutVersion = 4;
+constexpr uint32_t kLayoutVersion = 5;
 constexpr size_t kLine = 64;
 constexpr size_t kPage = 4096;
 
@@ -145,6 +145,9 @@ struct RingHeader {
   // A sender whose call failed raises RankControl::left and then waits for this to clear before its caller gets
   // the buffer back; a consumer publishes it before it looks at `left` (shm_transport.cpp, withdrawAfterFailure).
   RingIndex reading;
+  // Written by the consumer: the form it asks for long messages, by size band (RendezvousLearner::published; 0:
+  // the host's prior). Read by the producer for each message of at least the rendezvous size.
+  RingIndex rendezvousBands;
 };
 
 enum class SlotKind : uint32_t { kFirst = 1, kMore = 2, kRendezvous = 3 };
@@ -154,6 +157,9 @@ struct alignas(kLine) SlotHeader {
   uint32_t bytes;     // payload bytes in this slot
   uint64_t msgBytes;  // whole message (kFirst, kRendezvous)
   uint64_t addr;      // kRendezvous: the sender's buffer, in the sender's address space
+  // kFirst, kRendezvous of a long message: when the producer started it (steady clock, ns; 0 for short messages),
+  // for the consumer's RendezvousLearner. Only a timing hint: never trusted beyond that.
+  int64_t startNs;
   // 1 + the ring index of the slot's current contents, stored last (release) by the producer once the rest of the
   // slot is written: the consumer at index i reads the slot only when this is i + 1. Accessed through atomic_ref so
   // that the header stays a plain struct the consumer can copy.
@@ -191,7 +197,8 @@ inline Layout Layout::forRanks(int nranks) {
   l.ringBytes = sizeof(RingHeader) + l.ringSlots * kRingSlotBytes;
   l.totalBytes = alignUp(l.ringsOffset + static_cast<size_t>(nranks) * l.ringBytes, kPage);
   // All of it, rings included: the first pass of messages through a ring would otherwise fault page by page (the
-  // owner allocating, each peer mapping), which costs the first long messages more than their copies.
+  // owner allocating, each peer mapping), which costs the first long messages more than their copies, and a size
+  // that changes form (RendezvousLearner) meets untouched slots long after the start.
   l.populateBytes = l.totalBytes;
   return l;
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/copy_bytes.hpp"
+#include "base/env.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "transport/shm/futex.hpp"
@@ -26,6 +27,12 @@ constexpr int kSleepSliceMs = 10;
 std::atomic<bool> gRendezvous{true};
 std::atomic<uint64_t> gRendezvousSends{0};
 
+// The steady clock in ns: CLOCK_MONOTONIC, one clock for every process of the host, so a sender's stamp and the
+// receiver's readings compare.
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
 
 void ShmTransport::setRendezvousForTesting(bool enabled) { gRendezvous.store(enabled); }
@@ -37,15 +44,23 @@ ShmTransport::ShmTransport(Mesh* mesh, Watchdog* dog, const SpinPolicy& spin)
       spin_(spin),
       rank_(mesh->rank()),
       payload_(kRingSlotBytes - sizeof(SlotHeader)),
-      peers_(mesh->nranks()) {}
+      peers_(mesh->nranks()) {
+  const bool learn = envFlag("SHM_CMA_LEARN", true);
+  for (int p : mesh->localPeers()) {
+    const PeerView& v = mesh->peer(p);
+    peers_[p].learner = RendezvousLearner(learn && !v.sameProcess && v.cmaFrom, !mesh->kernelCopiesSlow());
+  }
+}
 
 void ShmTransport::startSend(int peer, const ConstMemRef& src, Transfer* transfer) {
   transfer->done = false;
   transfer->bytes = src.bytes;
   SendOp op{transfer, static_cast<const char*>(src.data), src.bytes};
   const PeerView& v = mesh_->peer(peer);
-  op.rendezvous = src.bytes >= kRendezvousBytes && v.cmaTo && (v.sameProcess || !mesh_->kernelCopiesSlow()) &&
-                  gRendezvous.load(std::memory_order_relaxed);
+  if (src.bytes >= kRendezvousBytes && v.cmaTo && gRendezvous.load(std::memory_order_relaxed)) {
+    const uint64_t asked = mesh_->ring(rank_, peer)->rendezvousBands.value.load(std::memory_order_relaxed);
+    op.rendezvous = v.sameProcess || RendezvousLearner::wantsRendezvous(asked, src.bytes, !mesh_->kernelCopiesSlow());
+  }
   if (op.rendezvous) gRendezvousSends.fetch_add(1, std::memory_order_relaxed);
   peers_[peer].sends.push_back(op);
   ++pending_;
@@ -54,7 +69,9 @@ void ShmTransport::startSend(int peer, const ConstMemRef& src, Transfer* transfe
 void ShmTransport::startRecv(int peer, const MemRef& dst, Transfer* transfer) {
   transfer->done = false;
   transfer->bytes = dst.bytes;
-  peers_[peer].recvs.push_back(RecvOp{transfer, static_cast<char*>(dst.data), dst.bytes});
+  RecvOp op{transfer, static_cast<char*>(dst.data), dst.bytes};
+  if (dst.bytes >= kRendezvousBytes) op.postedNs = nowNs();
+  peers_[peer].recvs.push_back(op);
   ++pending_;
 }
 
@@ -95,6 +112,7 @@ int ShmTransport::pushSends(int peer, PeerState& s) {
     SendOp& op = s.sends.front();
     char* slot = mesh_->ringSlot(rank_, peer, s.head);
     auto* h = reinterpret_cast<SlotHeader*>(slot);
+    if (!op.started) h->startNs = op.bytes >= kRendezvousBytes ? nowNs() : 0;
     if (op.rendezvous) {
       h->kind = SlotKind::kRendezvous;
       h->bytes = 0;
@@ -197,6 +215,10 @@ int ShmTransport::pullRecvs(int peer, PeerState& s) {
     // The header is the peer's to write: copied once, checked against this receive, and only the copy is used.
     const SlotHeader h = wire::readSlotHeader(slot);
     wire::checkSlotHeader(h, r.started, r.bytes, r.offset, payload_, rank_, peer);
+    if (!r.started) {
+      r.rendezvous = h.kind == SlotKind::kRendezvous;
+      r.senderStartNs = h.startNs;
+    }
     r.started = true;
     if (h.kind == SlotKind::kRendezvous) {
       readRendezvous(peer, *ring, s.tail, r, h);
@@ -208,6 +230,7 @@ int ShmTransport::pullRecvs(int peer, PeerState& s) {
     ring->tail.value.store(s.tail, std::memory_order_release);
     consumed = true;
     if (r.offset == r.bytes) {
+      if (r.bytes >= kRendezvousBytes) learnFrom(peer, s, r);
       r.transfer->done = true;
       s.recvs.pop_front();
       ++completed;
@@ -215,6 +238,18 @@ int ShmTransport::pullRecvs(int peer, PeerState& s) {
   }
   if (consumed) s.moved = true;  // pass() wakes the peer if it sleeps
   return completed;
+}
+
+void ShmTransport::learnFrom(int peer, PeerState& s, const RecvOp& r) {
+  // From the later of the message's start and this receive's posting: what the transfer cost where this rank waited
+  // for it. The sender's stamp is a hint from another process; clamped to now, it cannot make a time negative.
+  const int64_t end = nowNs();
+  const int64_t began = std::max(r.postedNs, std::min(r.senderStartNs, end));
+  if (s.learner.record(r.bytes, r.rendezvous, static_cast<double>(end - began) * 1e-9)) {
+    mesh_->ring(peer, rank_)->rendezvousBands.value.store(s.learner.published(), std::memory_order_relaxed);
+    const std::string decided = s.learner.takeDecision();
+    if (!decided.empty()) TERN_LOG(kInfo, kShm, rank_, "from rank %d, %s", peer, decided.c_str());
+  }
 }
 
 void ShmTransport::withdrawAfterFailure() {

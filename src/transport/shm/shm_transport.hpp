@@ -21,6 +21,7 @@
 
 #include "transport/shm/flag_wait.hpp"
 #include "transport/shm/mesh.hpp"
+#include "transport/shm/rendezvous_learner.hpp"
 #include "transport/shm/watchdog.hpp"
 #include "transport/transport.hpp"
 
@@ -38,10 +39,11 @@ class ShmTransport : public Transport {
   void withdrawAfterFailure() override;
   bool sameHost(int peer) const override { return mesh_->peer(peer).local; }
 
-  // Messages at least this long go by rendezvous to peers that can read our memory: from the first size that does
-  // not fit one ring slot, one kernel copy beats two through the slots (2 ranks exchanging 32-128 KB: 1.5-2.5x),
-  // unless the host's kernel copies run under half of memcpy's rate (Mesh::kernelCopiesSlow: a rank of the host
-  // measured it at setup), where the two copies through the slots are the faster way between processes.
+  // Messages at least this long may go by rendezvous to peers that can read our memory: from the first size that
+  // does not fit one ring slot, one kernel copy can beat two through the slots. Between threads of one process they
+  // always do (one memcpy); between processes the receiver decides by size band from the transfers' times
+  // (RendezvousLearner), starting from the host's prior: staged where its kernel copies ran under half of
+  // memcpy's rate at setup (Mesh::kernelCopiesSlow), rendezvous otherwise.
   static constexpr size_t kRendezvousBytes = kRingSlotBytes;
   // Tests turn rendezvous off to push long messages through the ring between threads of one process.
   static void setRendezvousForTesting(bool enabled);
@@ -71,6 +73,9 @@ class ShmTransport : public Transport {
     size_t bytes;
     size_t offset = 0;
     bool started = false;
+    bool rendezvous = false;    // the message came by rendezvous
+    int64_t postedNs = 0;       // long messages: when this receive was posted
+    int64_t senderStartNs = 0;  // long messages: when the sender started the message (its first slot's stamp)
   };
   struct PeerState {
     std::deque<SendOp> sends;
@@ -80,12 +85,15 @@ class ShmTransport : public Transport {
     uint64_t tailSeen = 0;  // our ring to the peer: slots the peer had consumed when we last looked
     uint64_t tail = 0;      // the peer's ring to us: slots consumed (we are its only writer)
     bool moved = false;     // this pass produced into or consumed from a ring shared with the peer: wake it if asleep
+    RendezvousLearner learner{false, false};  // the form of the peer's long messages to us
   };
 
   int pass();
   int pushSends(int peer, PeerState& s);
   int reapAcks(int peer, PeerState& s);
   int pullRecvs(int peer, PeerState& s);
+  // A long message from peer was received: its time goes to the peer's learner, which may ask for the other form.
+  void learnFrom(int peer, PeerState& s, const RecvOp& r);
   void readRendezvous(int peer, RingHeader& ring, uint64_t slot, RecvOp& r, const SlotHeader& h);
   void copyRendezvous(int peer, RecvOp& r, const SlotHeader& h);
   void notify(int peer);
