@@ -53,6 +53,8 @@
 #   TERN_RUN_ARGS TERN_ARGS MPI_DRIVER_ARGS ONECCL_ARGS   extra arguments for each tool
 #   RESULTS_DIR [BUILD_DIR/perf-compare/collectives-TRANSPORT-DATE]   raw logs, rows, report.txt
 #   CMP_TIMEOUT [900]  seconds before a single tool run is killed
+#   PLACEMENT_PROBE [BUILD_DIR/bin/placement_probe]   run before each tool run: the cache-line round trip between the
+#                     first two CPUs, listed under each table (on a VM, whether the vCPUs shared a cache in that run)
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -72,6 +74,7 @@ TERN_BIN=${TERN_BIN:-$build/bin}
 TERN_ALLTOALLV_PERF=${TERN_ALLTOALLV_PERF:-$TERN_BIN/tern_alltoallv}
 MPI_COLLECTIVES=${MPI_COLLECTIVES:-$build/bin/mpi_collectives}
 MPIRUN=${MPIRUN:-mpirun}
+PLACEMENT_PROBE=${PLACEMENT_PROBE:-$build/bin/placement_probe}
 
 case $TRANSPORT in
   shm)
@@ -182,6 +185,13 @@ report_coll() {
       print line
       print line >> summary
     }' "$results/$tag-tern.rows" "$results/$tag-mpi.rows" "$results/$tag-oneccl.rows"
+  local tool line=""
+  for tool in tern mpi oneccl; do
+    [[ -s $results/$tag-$tool.rows ]] || continue
+    line+="${line:+; }$tool $(cmp_placement_summary "$results/$tag-$tool.log")"
+  done
+  [[ -n $line ]] && echo "# cache-line round trip before each run (under ~150 ns: CPUs sharing a cache): $line"
+  return 0
 }
 
 # run_coll COLL NP : every tool over the sweep, REPEATS times, leaving $results/COLL-npNP-TOOL.rows.
@@ -211,12 +221,14 @@ run_coll() {
         case $tool in
           tern)
             ((run_tern)) || continue
+            cmp_placement "$results/$tag-tern.log"
             cmp_run "$results/$tag-tern.log" "$TERN_RUN" -n "$np" --bind-to "$tern_bind" "${tern_transport[@]}" \
               "${tern_x[@]}" "${tern_run_args[@]}" "$tern_bin" -b "$first" -e "$last" -f "$STEPFACTOR" \
               -n "$iters" -w "$warm" "${coll_args[@]}" "${tern_args[@]}" || failed=1
             ;;
           mpi)
             ((run_mpi)) || continue
+            cmp_placement "$results/$tag-mpi.log"
             # Open MPI refuses to run as root without --allow-run-as-root; harmless otherwise.
             cmp_run "$results/$tag-mpi.log" "$MPIRUN" --allow-run-as-root "${placement[@]}" -np "$np" "${mpi_x[@]}" \
               "${mpi_mca[@]}" "${mpi_args[@]}" "$MPI_COLLECTIVES" --coll "$coll" -b "$first" -e "$last" \
@@ -224,6 +236,7 @@ run_coll() {
             ;;
           oneccl)
             ((run_occl)) || continue
+            cmp_placement "$results/$tag-oneccl.log"
             ONECCL_ENV="${other_hp[*]} ${ONECCL_ENV:-}" CMP_LOCAL_BIND=$occl_bind occl_launch "$np" \
               "$results/$tag-oneccl.log" "$TRANSPORT" "r$rep-$first" --coll "$coll" -b "$first" -e "$last" \
               -f "$STEPFACTOR" -n "$iters" -w "$warm" "${oneccl_args[@]}" || failed=1

@@ -272,6 +272,24 @@ cmp_launch_local() {
   return "$rc"
 }
 
+# cmp_placement LOG : the cache-line round trip between the first two CPUs this shell may use (PLACEMENT_PROBE,
+# perf/compare/placement_probe.cpp), shown and appended to LOG. On a VM the host places the vCPUs, and moves them:
+# whether two CPUs share a cache (tens of ns) or not (hundreds) changes shared-memory transfers several-fold, so each
+# run's number is read with the placement it met. Nothing without the probe or with fewer than two CPUs.
+cmp_placement() {
+  [[ -x ${PLACEMENT_PROBE:-} ]] || return 0
+  local cpus=()
+  mapfile -t cpus < <(cmp_usable_cpus)
+  ((${#cpus[@]} >= 2)) || return 0
+  "$PLACEMENT_PROBE" --cpus "${cpus[0]},${cpus[1]}" 2>&1 | tee -a "$1"
+}
+
+# cmp_placement_summary LOG : the probe's round trips in LOG in run order ("81 355 370 ns"), or "not measured".
+cmp_placement_summary() {
+  awk '/^# placement: cache-line round trip/ { v = v sprintf("%s%.0f", v == "" ? "" : " ", $(NF - 1)) }
+    END { print v == "" ? "not measured" : v " ns" }' "$1"
+}
+
 # cmp_usable_cpus : the CPUs this shell may run on (its affinity list), one per line.
 cmp_usable_cpus() {
   local list
