@@ -43,7 +43,6 @@ TEST(CmaLearner, AFasterCmaIsKept) {
   for (int i = 0; i < 7; ++i) call(l, Collective::kAllGather, kMiB, 100, 300);
   EXPECT_TRUE(call(l, Collective::kAllGather, kMiB, 100, 300));
   EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kUse);
-  EXPECT_EQ(l.overall(Collective::kAllGather), Verdict::kUse);
 }
 
 TEST(CmaLearner, TheSwitchCallsAndTheColdCallDoNotCount) {
@@ -85,7 +84,6 @@ TEST(CmaLearner, NearbyBandsStartFromADecidedNeighbourWithoutATrial) {
   EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB / 16), Verdict::kAvoid);    // four down
   EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB / 32), Verdict::kUnknown);  // five: too far
   EXPECT_FALSE(call(l, Collective::kAllReduce, 4 * kMiB, 900, 300)) << "an inherited band runs no CMA trial";
-  EXPECT_EQ(l.overall(Collective::kAllReduce), Verdict::kAvoid);
 }
 
 TEST(CmaLearner, AProvisionalVerdictIsConfirmedByTheOtherForm) {
@@ -100,7 +98,7 @@ TEST(CmaLearner, AProvisionalVerdictIsConfirmedByTheOtherForm) {
   EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 1]);  // the vote
   EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 3]);  // decided until the next check
   EXPECT_EQ(l.verdict(Collective::kAllReduce, 4 * kMiB), Verdict::kUse);
-  EXPECT_EQ(l.overall(Collective::kAllReduce), Verdict::kUnknown) << "bands disagree";
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB), Verdict::kAvoid) << "the first band keeps its own verdict";
 }
 
 TEST(CmaLearner, SlowKernelCopiesStartEveryBandAvoidedAndOnlyTheConfirmingCallTriesCma) {

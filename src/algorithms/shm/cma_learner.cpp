@@ -63,7 +63,6 @@ bool CmaLearner::offer(Collective coll, size_t inBytes) {
   if (b == nullptr) return true;  // not learned here
   if (b->calls == 0 && b->agreed == Verdict::kUnknown) {
     b->agreed = neighbourVerdict(coll, bandIndex(coll, inBytes));
-    refreshOverall(coll);
   }
   const uint64_t i = b->calls;
   if (b->agreed == Verdict::kUnknown) {
@@ -93,7 +92,6 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
     // The vote's call (or later: until every rank's buffers let CMA run, a peer's may have ruled it out).
     if (i < kQuickTrialCalls) return "";
     b->agreed = outcome;
-    refreshOverall(coll);
     return format("%s: CMA %s (trial: CMA %.1f us, staged %.1f us over two calls each; to be confirmed at call %d)",
                   bandName(coll, inBytes).c_str(), ranCma ? "used" : "avoided", b->cmaSeconds * 1e6,
                   b->stagedSeconds * 1e6, kConfirmCall);
@@ -111,7 +109,6 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
   // The call after a confirming one ran what the ranks voted: the band's verdict until the next check.
   const Verdict was = b->agreed;
   b->agreed = outcome;
-  refreshOverall(coll);
   if (b->confirmed && outcome == was) return "";
   b->confirmed = true;
   return format("%s: CMA %s (after a call of the other form at call %llu)", bandName(coll, inBytes).c_str(),
@@ -122,28 +119,6 @@ CmaLearner::Verdict CmaLearner::verdict(Collective coll, size_t inBytes) const {
   const Band* b = bandOf(coll, inBytes);
   if (b == nullptr) return Verdict::kUnknown;
   return b->agreed != Verdict::kUnknown ? b->agreed : neighbourVerdict(coll, bandIndex(coll, inBytes));
-}
-
-CmaLearner::Verdict CmaLearner::overall(Collective coll) const {
-  if (!enabled_ || !learns(coll)) return Verdict::kUnknown;
-  return overall_[static_cast<size_t>(coll)];
-}
-
-void CmaLearner::refreshOverall(Collective coll) {
-  bool use = false, avoid = false;
-  for (int b = 0; b < kBands; ++b) {
-    const Verdict v = bands_[static_cast<size_t>(coll) * kBands + static_cast<size_t>(b)].agreed;
-    use = use || v == Verdict::kUse;
-    avoid = avoid || v == Verdict::kAvoid;
-  }
-  Verdict& v = overall_[static_cast<size_t>(coll)];
-  if (!use && !avoid) {
-    v = startAvoided_ ? Verdict::kAvoid : Verdict::kUnknown;
-  } else if (use == avoid) {
-    v = Verdict::kUnknown;
-  } else {
-    v = use ? Verdict::kUse : Verdict::kAvoid;
-  }
 }
 
 }  // namespace tern::shm

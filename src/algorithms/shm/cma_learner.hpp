@@ -53,9 +53,7 @@ class CmaLearner {
   // enabled = false: every eligible call offers CMA and nothing is learned (TERN_SHM_CMA_LEARN=0).
   // startAvoided: a band with no decided neighbour starts from kAvoid instead of a trial (kernel copies measured
   // slow on this host; the same value on every rank).
-  explicit CmaLearner(bool enabled, bool startAvoided = false) : enabled_(enabled), startAvoided_(startAvoided) {
-    for (int c = 0; c < kCollectives; ++c) refreshOverall(static_cast<Collective>(c));
-  }
+  explicit CmaLearner(bool enabled, bool startAvoided = false) : enabled_(enabled), startAvoided_(startAvoided) {}
 
   // Whether the learner decides for calls of coll at all: allreduce, allgather, broadcast and alltoall, whose sizes
   // every rank knows alike, and alltoallv in one band.
@@ -70,9 +68,6 @@ class CmaLearner {
   // The verdict for calls of coll with inBytes: the band's own, else a neighbour's (kUnknown when neither;
   // identical on every rank).
   Verdict verdict(Collective coll, size_t inBytes) const;
-  // kAvoid when every band of coll decided so far avoids CMA (at least one has), kUse when every one uses it,
-  // else kUnknown.
-  Verdict overall(Collective coll) const;
 
  private:
   static constexpr int kBands = 64;  // floor(log2(input bytes per rank))
@@ -95,13 +90,10 @@ class CmaLearner {
   // The nearest decided band's verdict within kNeighbourBands, else the host's prior (kAvoid or kUnknown).
   Verdict neighbourVerdict(Collective coll, int band) const;
   static void vote(Band& b, double cmaSeconds, double stagedSeconds);
-  // Recomputes overall_ for coll from its bands (after any band's verdict changed; overall() runs on every call).
-  void refreshOverall(Collective coll);
 
   bool enabled_;
   bool startAvoided_;
   std::array<Band, kBands * kCollectives> bands_{};
-  std::array<Verdict, kCollectives> overall_{};
 };
 
 }  // namespace tern::shm
