@@ -70,8 +70,9 @@ bool CmaLearner::offer(Collective coll, size_t inBytes) {
     return b->vote;
   }
   const bool current = b->agreed == Verdict::kUse;
-  if (isConfirmCall(i)) return !current;  // a confirming trial of the other form
-  if (i > 0 && isConfirmCall(i - 1)) return b->vote;
+  // A check: the other form twice (the switch call, then the counted one), then what the ranks voted.
+  if (isConfirmCall(i) || (i > 0 && isConfirmCall(i - 1))) return !current;
+  if (i > 1 && isConfirmCall(i - 2)) return b->vote;
   return current;
 }
 
@@ -97,22 +98,28 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
                   b->stagedSeconds * 1e6, kConfirmCall);
   }
   if (isConfirmCall(i)) {
+    // The switch call pays for the change of form (as in the quick trial) and is not counted; the current form's
+    // two calls before it are what the next call is measured against.
+    b->baseline = before;
+    return "";
+  }
+  if (i > 0 && isConfirmCall(i - 1)) {
     const bool current = b->agreed == Verdict::kUse;
     if (ranCma != current) {
-      vote(*b, ranCma ? seconds : before, ranCma ? before : seconds);
+      vote(*b, ranCma ? seconds : b->baseline, ranCma ? b->baseline : seconds);
     } else {
       b->vote = current;  // the other form could not run (a peer's buffers): nothing to compare
     }
     return "";
   }
-  if (i == 0 || !isConfirmCall(i - 1)) return "";
-  // The call after a confirming one ran what the ranks voted: the band's verdict until the next check.
+  if (i < 2 || !isConfirmCall(i - 2)) return "";
+  // The call after a check ran what the ranks voted: the band's verdict until the next check.
   const Verdict was = b->agreed;
   b->agreed = outcome;
   if (b->confirmed && outcome == was) return "";
   b->confirmed = true;
-  return format("%s: CMA %s (after a call of the other form at call %llu)", bandName(coll, inBytes).c_str(),
-                ranCma ? "used" : "avoided", static_cast<unsigned long long>(i - 1));
+  return format("%s: CMA %s (after two calls of the other form from call %llu)", bandName(coll, inBytes).c_str(),
+                ranCma ? "used" : "avoided", static_cast<unsigned long long>(i - 2));
 }
 
 CmaLearner::Verdict CmaLearner::verdict(Collective coll, size_t inBytes) const {

@@ -18,13 +18,14 @@
 //     first calls after a pause running slower on a VM.
 //   - A vote is offered on the next eligible call: a CMA form runs only when every rank offers it (describeCall), so
 //     that call's outcome, which every rank sees alike, is the agreed verdict.
-//   - The verdict is checked again by confirming calls, which run the other form once; a second vote (its time
-//     against the mean of the two calls before it) decides the band from the call after. The first is call
-//     kConfirmCall of the band, then at doubling intervals up to every kReconfirmEvery calls: which form pays can
-//     change while a job runs (on a VM, the host may move the two ranks' vCPUs from cores that share a cache, where
-//     staging's two copies are cheap, to cores that do not, where every line crosses twice and one kernel copy is
-//     several times faster), and a check every kReconfirmEvery calls costs at most one slow call in that many. A
-//     short run never gets that far and pays nothing.
+//   - The verdict is checked again by two calls of the other form: the first pays for the switch and is not
+//     counted (as in the trial), the second's time against the mean of the two calls before the check is a second
+//     vote, which decides the band from the call after. The first check starts at call kConfirmCall of the band,
+//     then at doubling intervals up to every kReconfirmEvery calls: which form pays can change while a job runs (on
+//     a VM, the host may move the two ranks' vCPUs from cores that share a cache, where staging's two copies are
+//     cheap, to cores that do not, where every line crosses twice and one kernel copy is several times faster), and
+//     a check every kReconfirmEvery calls costs at most two slow calls in that many. A short run never gets that far
+//     and pays nothing.
 // Every rank counts the same calls (bands and eligibility come from arguments every rank shares), so no exchange
 // beyond the calls' own is needed. Bands are narrow because the crossover can move with size: a kernel copy's fixed
 // cost weighs at 8 KiB, its rate at 8 MiB.
@@ -43,7 +44,7 @@ class CmaLearner {
  public:
   enum class Verdict { kUnknown, kUse, kAvoid };
   static constexpr int kNeighbourBands = 4;     // a verdict carries to bands up to 16x larger or smaller
-  static constexpr int kConfirmCall = 32;       // the band's first call that tries the other form (a power of two)
+  static constexpr int kConfirmCall = 32;       // the band's first call of a check (a power of two)
   static constexpr int kReconfirmEvery = 1024;  // the longest interval between two such calls (a power of two)
   // The quick trial's forms (true: CMA), call by call, and which calls count.
   static constexpr int kQuickTrialCalls = 7;
@@ -72,12 +73,13 @@ class CmaLearner {
  private:
   static constexpr int kBands = 64;  // floor(log2(input bytes per rank))
   static constexpr int kCollectives = static_cast<int>(Collective::kCount);
-  // Whether a band's call (counted from 0) runs the other form to check the verdict.
+  // Whether a band's call (counted from 0) starts a check of the verdict (it and the next run the other form).
   static bool isConfirmCall(uint64_t call);
   struct Band {
     uint64_t calls = 0;                        // eligible calls seen
     double cmaSeconds = 0, stagedSeconds = 0;  // the quick trial's sums
     double previous[2] = {0, 0};               // the last two calls' seconds, newest first
+    double baseline = 0;                       // a check: the mean of the two calls before it
     bool vote = true;                          // this rank's vote, offered on the call after a trial
     Verdict agreed = Verdict::kUnknown;
     bool confirmed = false;  // a confirming call has decided the band at least once
