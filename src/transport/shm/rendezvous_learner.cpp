@@ -41,12 +41,6 @@ std::string RendezvousLearner::takeDecision() {
   return out;
 }
 
-uint64_t RendezvousLearner::followingCheck(uint64_t messages) {
-  if (messages < kFirstRecheck) return kFirstRecheck;
-  if (messages < kRecheckEvery) return std::bit_floor(messages) * 2;
-  return (messages / kRecheckEvery + 1) * kRecheckEvery;
-}
-
 void RendezvousLearner::publish(int index, const Band& band) {
   const bool asked = band.checking ? !band.rendezvous : band.rendezvous;
   published_ |= uint64_t{1} << index;
@@ -54,12 +48,13 @@ void RendezvousLearner::publish(int index, const Band& band) {
   published_ = asked ? (published_ | formBit) : (published_ & ~formBit);
 }
 
-void RendezvousLearner::startCheck(Band& band) {
+void RendezvousLearner::startCheck(Band& band, int64_t nowNs) {
   band.checking = true;
   band.skip = 1;
   band.checkMessages = 0;
   band.otherCount = 0;
-  band.nextCheck = followingCheck(band.messages);
+  band.nextCheck = band.messages + kRecheckMessages;
+  band.nextCheckNs = nowNs + kRecheckNs;
 }
 
 void RendezvousLearner::decide(int index, Band& band) {
@@ -82,7 +77,7 @@ void RendezvousLearner::decide(int index, Band& band) {
   }
 }
 
-bool RendezvousLearner::record(size_t bytes, bool rendezvous, double seconds) {
+bool RendezvousLearner::record(size_t bytes, bool rendezvous, double seconds, int64_t nowNs) {
   if (!enabled_ || bytes < kRingSlotBytes) return false;
   const int index = bandOf(bytes);
   Band& band = bands_[index];
@@ -96,7 +91,7 @@ bool RendezvousLearner::record(size_t bytes, bool rendezvous, double seconds) {
     } else {
       pushNewest(band.current, band.currentCount, perByte);
     }
-    if (band.currentCount == 2 && band.messages >= band.nextCheck) startCheck(band);
+    if (band.currentCount == 2 && band.messages >= band.nextCheck && nowNs >= band.nextCheckNs) startCheck(band, nowNs);
   } else if (rendezvous == band.rendezvous) {
     if (++band.checkMessages > kAbandonAfter) {  // the sender does not take the other form
       band.checking = false;

@@ -17,9 +17,11 @@
 //     spin budget and the caches adapt to the form before) and is not counted, the next two are, and their time per
 //     byte against the two counted messages of the current form before the check decides which form the band keeps.
 //     The first check runs as soon as the band has two counted messages (a short run pays three messages of the
-//     other form once), then at the band's kFirstRecheck-th message, at doubling intervals up to every
-//     kRecheckEvery messages: the verdict follows the placement while the job runs, at a cost of at most three
-//     messages in kRecheckEvery.
+//     other form once, in its warm-up), the next ones once kRecheckNs have passed and kRecheckMessages messages
+//     of the band have arrived since the last: the verdict follows the placement while the job runs (the host
+//     moves vCPUs on a scale of seconds), and the checks cost at most three messages per kRecheckNs however fast
+//     the messages come. Counting messages instead would make a benchmark's few hundred messages per size pay
+//     several checks, each three messages of a form that can be several times slower.
 //   - Messages not in the requested form (the sender started them before it saw the request) are not counted, and a
 //     check that sees none of the asked form within kAbandonAfter messages ends without a verdict.
 // Only this rank writes the published word and only the sender reads it; nothing needs agreeing between ranks,
@@ -35,18 +37,18 @@ namespace tern::shm {
 
 class RendezvousLearner {
  public:
-  static constexpr int kBands = 32;                // 32 KiB (the rendezvous size) and up, one band per power of two
-  static constexpr uint64_t kFirstRecheck = 32;    // a power of two
-  static constexpr uint64_t kRecheckEvery = 1024;  // a power of two
+  static constexpr int kBands = 32;  // 32 KiB (the rendezvous size) and up, one band per power of two
+  static constexpr int64_t kRecheckNs = 200'000'000;
+  static constexpr uint64_t kRecheckMessages = 16;
   static constexpr int kAbandonAfter = 64;
 
   // enabled = false: nothing is learned and the published word stays 0 (the sender keeps the prior).
   // priorRendezvous: the form the sender uses for a band with nothing published (the same on both sides).
   RendezvousLearner(bool enabled, bool priorRendezvous);
 
-  // After a message of `bytes` (at least the rendezvous size) from the peer completed: whether it came by rendezvous
-  // and the seconds it took as seen by this rank. Returns true when the published word changed.
-  bool record(size_t bytes, bool rendezvous, double seconds);
+  // After a message of `bytes` (at least the rendezvous size) from the peer completed at nowNs (steady clock): whether
+  // it came by rendezvous and the seconds it took as seen by this rank. Returns true when the published word changed.
+  bool record(size_t bytes, bool rendezvous, double seconds, int64_t nowNs);
   // What the sender reads: bit b set when this rank has a form for band b, bit 32 + b set when that form is
   // rendezvous.
   uint64_t published() const { return published_; }
@@ -59,7 +61,8 @@ class RendezvousLearner {
  private:
   struct Band {
     uint64_t messages = 0;       // of this band received, any form
-    uint64_t nextCheck = 0;      // the message count at which the next check may start (once two are counted)
+    uint64_t nextCheck = 0;      // the message count from which the next check may start (once two are counted)
+    int64_t nextCheckNs = 0;     // and the time
     bool rendezvous = false;     // the band's form
     bool checking = false;       // the other form is asked for
     int skip = 1;                // messages of the expected form still to leave uncounted (the cold one, a switch)
@@ -69,10 +72,9 @@ class RendezvousLearner {
     double other[2] = {0, 0};  // the check's counted messages
     int otherCount = 0;
   };
-  void startCheck(Band& band);
+  void startCheck(Band& band, int64_t nowNs);
   void decide(int index, Band& band);
   void publish(int index, const Band& band);
-  static uint64_t followingCheck(uint64_t messages);
 
   bool enabled_;
   bool prior_;

@@ -245,7 +245,7 @@ void ShmTransport::learnFrom(int peer, PeerState& s, const RecvOp& r) {
   // for it. The sender's stamp is a hint from another process; clamped to now, it cannot make a time negative.
   const int64_t end = nowNs();
   const int64_t began = std::max(r.postedNs, std::min(r.senderStartNs, end));
-  if (s.learner.record(r.bytes, r.rendezvous, static_cast<double>(end - began) * 1e-9)) {
+  if (s.learner.record(r.bytes, r.rendezvous, static_cast<double>(end - began) * 1e-9, end)) {
     mesh_->ring(peer, rank_)->rendezvousBands.value.store(s.learner.published(), std::memory_order_relaxed);
     const std::string decided = s.learner.takeDecision();
     if (!decided.empty()) TERN_LOG(kInfo, kShm, rank_, "from rank %d, %s", peer, decided.c_str());
