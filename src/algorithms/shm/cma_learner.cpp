@@ -11,26 +11,25 @@ bool CmaLearner::learns(Collective coll) {
          coll == Collective::kAlltoAll || coll == Collective::kAlltoAllv;
 }
 
-int CmaLearner::bandIndex(Collective coll, size_t inBytes) {
-  // Alltoallv's sizes differ from rank to rank, so a band by size would too: it has one band.
-  if (coll == Collective::kAlltoAllv || inBytes == 0) return 0;
+int CmaLearner::bandIndex(size_t inBytes) {
+  if (inBytes == 0) return 0;
   return static_cast<int>(std::bit_width(inBytes)) - 1;
 }
 
 std::string CmaLearner::bandName(Collective coll, size_t inBytes) {
-  if (coll == Collective::kAlltoAllv) return "alltoallv (times per MiB sent)";
-  return format("%s of %zu+ bytes per rank", collectiveName(coll), size_t{1} << bandIndex(coll, inBytes));
+  return format("%s of %zu+ bytes per rank%s", collectiveName(coll), size_t{1} << bandIndex(inBytes),
+                coll == Collective::kAlltoAllv ? " on average" : "");
 }
 
-bool CmaLearner::isConfirmCall(uint64_t call) {
-  if (call < static_cast<uint64_t>(kConfirmCall)) return false;
-  if (call >= static_cast<uint64_t>(kReconfirmEvery)) return call % kReconfirmEvery == 0;
-  return std::has_single_bit(call);
+uint64_t CmaLearner::nextScheduledCheck(uint64_t call) {
+  if (call < static_cast<uint64_t>(kConfirmCall)) return kConfirmCall;
+  if (call < static_cast<uint64_t>(kReconfirmEvery)) return std::bit_ceil(call + 1);
+  return (call / kReconfirmEvery + 1) * kReconfirmEvery;
 }
 
 CmaLearner::Band* CmaLearner::bandOf(Collective coll, size_t inBytes) {
   if (!enabled_ || !learns(coll)) return nullptr;
-  return &bands_[static_cast<size_t>(coll) * kBands + static_cast<size_t>(bandIndex(coll, inBytes))];
+  return &bands_[static_cast<size_t>(coll) * kBands + static_cast<size_t>(bandIndex(inBytes))];
 }
 
 const CmaLearner::Band* CmaLearner::bandOf(Collective coll, size_t inBytes) const {
@@ -58,28 +57,41 @@ void CmaLearner::vote(Band& b, double cmaSeconds, double stagedSeconds) {
   b.vote = cmaSeconds <= stagedSeconds;
 }
 
-bool CmaLearner::offer(Collective coll, size_t inBytes) {
-  Band* b = bandOf(coll, inBytes);
+CmaLearner::Verdict CmaLearner::startingVerdict(Collective coll, const Band& b, int band) const {
+  return b.calls == 0 && b.agreed == Verdict::kUnknown ? neighbourVerdict(coll, band) : b.agreed;
+}
+
+bool CmaLearner::offer(Collective coll, size_t inBytes) const {
+  const Band* b = bandOf(coll, inBytes);
   if (b == nullptr) return true;  // not learned here
-  if (b->calls == 0 && b->agreed == Verdict::kUnknown) {
-    b->agreed = neighbourVerdict(coll, bandIndex(coll, inBytes));
-  }
+  const Verdict agreed = startingVerdict(coll, *b, bandIndex(inBytes));
   const uint64_t i = b->calls;
-  if (b->agreed == Verdict::kUnknown) {
+  if (agreed == Verdict::kUnknown) {
     if (i < kQuickTrialCalls) return kQuickTrial[i];
     return b->vote;
   }
-  const bool current = b->agreed == Verdict::kUse;
+  const bool current = agreed == Verdict::kUse;
   // A check: the other form twice (the switch call, then the counted one), then what the ranks voted.
-  if (isConfirmCall(i) || (i > 0 && isConfirmCall(i - 1))) return !current;
-  if (i > 1 && isConfirmCall(i - 2)) return b->vote;
+  if (i == b->checkAt || i == b->checkAt + 1) return !current;
+  if (i == b->checkAt + 2) return b->vote;
   return current;
 }
+
+uint64_t CmaLearner::offers(Collective coll, size_t lowBytes, size_t highBytes) const {
+  uint64_t bits = 0;
+  for (int band = bandIndex(lowBytes); band <= bandIndex(highBytes); ++band) {
+    if (offer(coll, size_t{1} << band)) bits |= uint64_t{1} << band;
+  }
+  return bits;
+}
+
+bool CmaLearner::offered(uint64_t offers, size_t inBytes) { return ((offers >> bandIndex(inBytes)) & 1) != 0; }
 
 std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, double seconds) {
   Band* b = bandOf(coll, inBytes);
   if (b == nullptr) return "";
-  // Alltoallv's one band holds calls of every size: they compare as times per MiB this rank sends.
+  b->agreed = startingVerdict(coll, *b, bandIndex(inBytes));
+  // Alltoallv's sizes vary from call to call within a band (a router's choices): its calls compare as times per MiB.
   if (coll == Collective::kAlltoAllv && inBytes > 0)
     seconds *= static_cast<double>(size_t{1} << 20) / static_cast<double>(inBytes);
   const uint64_t i = b->calls++;
@@ -97,13 +109,13 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
                   bandName(coll, inBytes).c_str(), ranCma ? "used" : "avoided", b->cmaSeconds * 1e6,
                   b->stagedSeconds * 1e6, kConfirmCall);
   }
-  if (isConfirmCall(i)) {
+  if (i == b->checkAt) {
     // The switch call pays for the change of form (as in the quick trial) and is not counted; the current form's
     // two calls before it are what the next call is measured against.
     b->baseline = before;
     return "";
   }
-  if (i > 0 && isConfirmCall(i - 1)) {
+  if (i == b->checkAt + 1) {
     const bool current = b->agreed == Verdict::kUse;
     if (ranCma != current) {
       vote(*b, ranCma ? seconds : b->baseline, ranCma ? b->baseline : seconds);
@@ -112,10 +124,12 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
     }
     return "";
   }
-  if (i < 2 || !isConfirmCall(i - 2)) return "";
-  // The call after a check ran what the ranks voted: the band's verdict until the next check.
+  if (i != b->checkAt + 2) return "";
+  // The call after a check ran what the ranks voted: the band's verdict until the next check, which comes soon when
+  // this one switched (one call's time decided it).
   const Verdict was = b->agreed;
   b->agreed = outcome;
+  b->checkAt = outcome != was ? i + kRecheckAfterSwitch : nextScheduledCheck(i);
   if (b->confirmed && outcome == was) return "";
   b->confirmed = true;
   return format("%s: CMA %s (after two calls of the other form from call %llu)", bandName(coll, inBytes).c_str(),
@@ -125,7 +139,7 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
 CmaLearner::Verdict CmaLearner::verdict(Collective coll, size_t inBytes) const {
   const Band* b = bandOf(coll, inBytes);
   if (b == nullptr) return Verdict::kUnknown;
-  return b->agreed != Verdict::kUnknown ? b->agreed : neighbourVerdict(coll, bandIndex(coll, inBytes));
+  return b->agreed != Verdict::kUnknown ? b->agreed : neighbourVerdict(coll, bandIndex(inBytes));
 }
 
 }  // namespace tern::shm

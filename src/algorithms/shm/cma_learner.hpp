@@ -8,8 +8,10 @@
 // How: where some rank of the host measured its kernel copies well under memcpy's rate at setup
 // (Mesh::kernelCopiesSlow), every band starts avoided, as if decided, and only the confirming calls below try CMA;
 // a short run then pays no trial. Otherwise per collective and size band (a power of two of input bytes per rank;
-// alltoallv, whose sizes differ from rank to rank, has one band of its own, where calls compare by their time per
-// MiB sent), in three steps, every decision taken alike on every rank:
+// for alltoallv, whose sizes differ from rank to rank, of the mean over the ranks, which every rank knows only once
+// it has read every rank's table: each rank then offers for every band the call may fall in, offers(), and the call
+// takes the band's bit; its calls compare by time per MiB, since a band holds calls of different sizes), in three
+// steps, every decision taken alike on every rank:
 //   - A band with a decided band of the same collective within kNeighbourBands starts from that band's verdict (a
 //     sweep of sizes pays the trial once). Otherwise its calls run CMA, CMA, staged, staged, staged, CMA, CMA, and
 //     each rank votes for the form whose two counted calls took less time together. Not counted: the first (cold)
@@ -21,14 +23,16 @@
 //   - The verdict is checked again by two calls of the other form: the first pays for the switch and is not
 //     counted (as in the trial), the second's time against the mean of the two calls before the check is a second
 //     vote, which decides the band from the call after. The first check starts at call kConfirmCall of the band,
-//     then at doubling intervals up to every kReconfirmEvery calls: which form pays can change while a job runs (on
+//     then at doubling intervals up to every kReconfirmEvery calls, and kRecheckAfterSwitch calls after a check that
+//     switched the verdict (one call's time decided it: a noisy one would otherwise hold the wrong form until the
+//     next scheduled check, hundreds of calls later). Which form pays can change while a job runs (on
 //     a VM, the host may move the two ranks' vCPUs from cores that share a cache, where staging's two copies are
 //     cheap, to cores that do not, where every line crosses twice and one kernel copy is several times faster), and
 //     a check every kReconfirmEvery calls costs at most two slow calls in that many. A short run never gets that far
 //     and pays nothing.
-// Every rank counts the same calls (bands and eligibility come from arguments every rank shares), so no exchange
-// beyond the calls' own is needed. Bands are narrow because the crossover can move with size: a kernel copy's fixed
-// cost weighs at 8 KiB, its rate at 8 MiB.
+// Every rank counts the same calls (bands and eligibility come from arguments every rank shares, or for alltoallv from
+// the tables every rank reads), so no exchange beyond the calls' own is needed. Bands are narrow because the crossover
+// can move with size: a kernel copy's fixed cost weighs at 8 KiB, its rate at 8 MiB.
 #pragma once
 
 #include <array>
@@ -43,9 +47,10 @@ namespace tern::shm {
 class CmaLearner {
  public:
   enum class Verdict { kUnknown, kUse, kAvoid };
-  static constexpr int kNeighbourBands = 4;     // a verdict carries to bands up to 16x larger or smaller
-  static constexpr int kConfirmCall = 32;       // the band's first call of a check (a power of two)
-  static constexpr int kReconfirmEvery = 1024;  // the longest interval between two such calls (a power of two)
+  static constexpr int kNeighbourBands = 4;      // a verdict carries to bands up to 16x larger or smaller
+  static constexpr int kConfirmCall = 32;        // the band's first call of a check (a power of two)
+  static constexpr int kReconfirmEvery = 1024;   // the longest interval between two such calls (a power of two)
+  static constexpr int kRecheckAfterSwitch = 8;  // calls from a check that switched the verdict to the next check
   // The quick trial's forms (true: CMA), call by call, and which calls count.
   static constexpr int kQuickTrialCalls = 7;
   static constexpr bool kQuickTrial[kQuickTrialCalls] = {true, true, false, false, false, true, true};
@@ -57,12 +62,16 @@ class CmaLearner {
   explicit CmaLearner(bool enabled, bool startAvoided = false) : enabled_(enabled), startAvoided_(startAvoided) {}
 
   // Whether the learner decides for calls of coll at all: allreduce, allgather, broadcast and alltoall, whose sizes
-  // every rank knows alike, and alltoallv in one band.
+  // every rank knows alike, and alltoallv by its mean size over the ranks.
   static bool learns(Collective coll);
 
   // Whether this rank offers the CMA form for an eligible call (one the size rules give to CMA) of coll with inBytes
-  // input bytes per rank. Call it exactly once per eligible call, in call order, then record() after the call.
-  bool offer(Collective coll, size_t inBytes);
+  // input bytes per rank; record() after every eligible call, in call order.
+  bool offer(Collective coll, size_t inBytes) const;
+  // offer() for every band from lowBytes' to highBytes' (bit b: the band of 2^b bytes; 0 outside), for a call whose
+  // band is known only after the offers are posted (alltoallv). offered(): the bit of inBytes' band.
+  uint64_t offers(Collective coll, size_t lowBytes, size_t highBytes) const;
+  static bool offered(uint64_t offers, size_t inBytes);
   // After an eligible call: whether the CMA form ran (every rank offered it) and this rank's seconds for the call.
   // Returns what was decided by this call, for the log ("" when nothing was).
   std::string record(Collective coll, size_t inBytes, bool ranCma, double seconds);
@@ -73,8 +82,8 @@ class CmaLearner {
  private:
   static constexpr int kBands = 64;  // floor(log2(input bytes per rank))
   static constexpr int kCollectives = static_cast<int>(Collective::kCount);
-  // Whether a band's call (counted from 0) starts a check of the verdict (it and the next run the other form).
-  static bool isConfirmCall(uint64_t call);
+  // The first call after `call` (counted from 0 in a band) that starts a scheduled check of the verdict.
+  static uint64_t nextScheduledCheck(uint64_t call);
   struct Band {
     uint64_t calls = 0;                        // eligible calls seen
     double cmaSeconds = 0, stagedSeconds = 0;  // the quick trial's sums
@@ -82,15 +91,18 @@ class CmaLearner {
     double baseline = 0;                       // a check: the mean of the two calls before it
     bool vote = true;                          // this rank's vote, offered on the call after a trial
     Verdict agreed = Verdict::kUnknown;
-    bool confirmed = false;  // a confirming call has decided the band at least once
+    bool confirmed = false;           // a confirming call has decided the band at least once
+    uint64_t checkAt = kConfirmCall;  // the call that starts the next check (it and the next run the other form)
   };
-  static int bandIndex(Collective coll, size_t inBytes);
+  static int bandIndex(size_t inBytes);
   // "allreduce of 1048576+ bytes per rank", "alltoallv": the band, for the log.
   static std::string bandName(Collective coll, size_t inBytes);
   Band* bandOf(Collective coll, size_t inBytes);
   const Band* bandOf(Collective coll, size_t inBytes) const;
   // The nearest decided band's verdict within kNeighbourBands, else the host's prior (kAvoid or kUnknown).
   Verdict neighbourVerdict(Collective coll, int band) const;
+  // A band's verdict as its next call starts: a band's first call takes its neighbour's.
+  Verdict startingVerdict(Collective coll, const Band& b, int band) const;
   static void vote(Band& b, double cmaSeconds, double stagedSeconds);
 
   bool enabled_;

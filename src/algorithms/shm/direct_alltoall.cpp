@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "algorithms/shm/alltoall_balance.hpp"
+#include "algorithms/shm/cma_learner.hpp"
 #include "algorithms/shm/direct_call.hpp"
 #include "algorithms/shm/direct_collectives.hpp"
 #include "base/copy_bytes.hpp"
@@ -44,7 +45,8 @@ struct alignas(kLine) ExchangeHeader {
   uint64_t argsKey;
   uint32_t nranks;
   uint32_t flags;
-  BufferRef input;  // kInputMapped: the sender's input as peers map it
+  BufferRef input;     // kInputMapped: the sender's input as peers map it
+  uint64_t cmaOffers;  // bit b: this rank offers the CMA form if the call's mean input per rank is in [2^b, 2^(b+1))
 };
 constexpr uint32_t kInline = 1;        // the blocks for peers follow the table, packed in peer order
 constexpr uint32_t kReadsAll = 2;      // this rank can read every peer's memory (same process, or CMA)
@@ -132,9 +134,6 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
     sameProcess = sameProcess && c.mesh->peer(q).sameProcess;
     readsAll = readsAll && (c.mesh->peer(q).sameProcess || c.mesh->peer(q).cmaFrom);
   }
-  // A rank that does not offer the one-pass form between processes (TERN_ALGO, or the CMA learner's trials) says it
-  // cannot read its peers, so that every rank stages alike.
-  if (!sameProcess && !forms.allowCma) readsAll = false;
   const size_t peerBytes = alltoallPeerBytes(a, me, n);
   const bool inlineMine =
       (forced == ShmAlgorithm::kNone ? shmAlltoAllInlineLimit(a, n) >= peerBytes : forced == ShmAlgorithm::kSmall) &&
@@ -176,6 +175,7 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   if (!inputMapped) header->input = BufferRef{};
   header->flags = (inlineMine ? kInline : 0) | (readsAll ? kReadsAll : 0) | (sameProcess ? kSameProcess : 0) |
                   (takesWrites ? kTakesWrites : 0) | (inputMapped ? kInputMapped : 0);
+  header->cmaOffers = forms.offersByBand ? forms.cmaOffers : (forms.allowCma ? ~uint64_t{0} : 0);
   char* packed = slot + tableBytes(n);
   for (int q = 0; q < n; ++q) {
     const size_t bytes = sendCount(a, q) * e;
@@ -205,7 +205,8 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   bool allInline = true, allRead = true, allSameProcess = true, allMappedIn = true;
   std::vector<char>& inlined = c.inlineFrom;  // kept: peers may reuse their slot g0 once every rank posted done g0 + 1
   inlined.assign(n, 0);
-  size_t stagedMax = 0;  // largest block that no receiver finds inline
+  size_t stagedMax = 0;   // largest block that no receiver finds inline
+  size_t totalBytes = 0;  // every rank's input
   for (int p = 0; p < n; ++p) {
     const ExchangeHeader& h = headerOf(c, p, g0);
     if (h.argsKey != header->argsKey || h.nranks != header->nranks) {
@@ -227,14 +228,21 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
                    p, static_cast<unsigned long long>(t[q].sendBytes), q, static_cast<unsigned long long>(expected));
       }
       if ((h.flags & kInline) == 0 && q != p) stagedMax = std::max<size_t>(stagedMax, t[q].sendBytes);
+      totalBytes += t[q].sendBytes;
     }
   }
+  // The CMA form runs where every rank offers it, for the band of the call's mean input per rank (alike everywhere).
+  const size_t meanInputBytes = totalBytes / static_cast<size_t>(n);
+  if (forms.meanInputBytes != nullptr) *forms.meanInputBytes = meanInputBytes;
+  bool cmaAgreed = true;
+  for (int p = 0; p < n; ++p)
+    cmaAgreed = cmaAgreed && CmaLearner::offered(headerOf(c, p, g0).cmaOffers, meanInputBytes);
   if (forced == ShmAlgorithm::kSmall && !allInline) {
     cannotRun(c, forced, "every rank's blocks for its peers must fit one staging slot");
   }
   // Every input mapped (processes, registered buffers): one plain copy per block, preferred to CMA's kernel copy.
   const bool mappedIn = allMappedIn && !allSameProcess && forced != ShmAlgorithm::kCma;
-  const bool onePassForm = allSameProcess ? forms.allowMapped : (mappedIn || forms.allowCma);
+  const bool onePassForm = allSameProcess ? forms.allowMapped : (mappedIn || cmaAgreed);
   bool onePass = !allInline && (allRead || mappedIn) && onePassForm && forced != ShmAlgorithm::kPipelined;
   if (forced == ShmAlgorithm::kCma && (!onePass || allSameProcess)) {
     cannotRun(c, forced, "it needs every rank in its own process, allowed to read its peers by CMA (ptrace scope)");

@@ -184,6 +184,11 @@ class DirectCollectives;
 struct AlltoAllForms {
   ShmAlgorithm forced = ShmAlgorithm::kNone;  // TERN_ALGO's entry: exactly that form, or an error on every rank
   bool allowCma = true;
+  // Alltoallv, learning: this rank's CMA offer per size band (CmaLearner::offers) instead of allowCma; the call takes
+  // the bit of its mean input bytes per rank over every rank, stored in *meanInputBytes.
+  bool offersByBand = false;
+  uint64_t cmaOffers = 0;
+  size_t* meanInputBytes = nullptr;
   bool allowMapped = true;
   // Describes and maps registered (ternMemAlloc) inputs: when every rank's input is one, blocks are copied once,
   // straight out of the sender's buffer mapped here, with no kernel copy (null: never).

@@ -205,6 +205,7 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op, const ShmPlan
   const bool cmaSize = cmaSizeAdmits(a, plan);
   bool cmaOffer = cmaSize && c.inStaged && c.outStaged;
   learnsCma_ = cmaSize && !plan.forced && CmaLearner::learns(a.coll);
+  learnBytes_ = inBytes;
   if (learnsCma_) learnStart_ = std::chrono::steady_clock::now();
   if (learnsCma_) cmaOffer = cmaLearner_.offer(a.coll, inBytes) && cmaOffer;
   for (int q : mesh_->localPeers()) cmaOffer = cmaOffer && mesh_->peer(q).cmaFrom && !mesh_->peer(q).sameProcess;
@@ -267,8 +268,7 @@ ShmAlgorithm DirectCollectives::run(Operation& op, const ExecContext& ctx, const
   }
   if (learnsCma_) {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - learnStart_;
-    const std::string decided = cmaLearner_.record(op.args.coll, shmInputBytes(op.args, mesh_->nranks()),
-                                                   ran_ == ShmAlgorithm::kCma, took.count());
+    const std::string decided = cmaLearner_.record(op.args.coll, learnBytes_, ran_ == ShmAlgorithm::kCma, took.count());
     if (!decided.empty()) TERN_LOG(kInfo, kShm, mesh_->rank(), "%s", decided.c_str());
   }
   return ran_;
@@ -308,8 +308,20 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
     // overrides both).
     learnsCma_ = !plan.forced && (a.coll == Collective::kAlltoAll ? cmaSizeAdmits(a, plan) : plan.allowCma && c.n > 1);
     if (learnsCma_) learnStart_ = std::chrono::steady_clock::now();
-    if (learnsCma_) {
-      forms.allowCma = plan.allowCma && cmaLearner_.offer(a.coll, shmInputBytes(a, c.n));
+    if (learnsCma_ && a.coll == Collective::kAlltoAllv) {
+      // Its band is the mean input over the ranks, which the tables give: offers for every band it may fall in.
+      // The mean is at least this rank's input or output over n; more than n times it is left to staging.
+      size_t sent = 0, received = 0;
+      for (const size_t x : a.sendCounts) sent += x;
+      for (const size_t x : a.recvCounts) received += x;
+      const size_t mine = std::max(sent, received) * c.esize;
+      const auto un = static_cast<size_t>(c.n);
+      forms.offersByBand = true;
+      forms.cmaOffers = cmaLearner_.offers(a.coll, mine / un, mine > SIZE_MAX / un ? SIZE_MAX : mine * un);
+      forms.meanInputBytes = &learnBytes_;
+    } else if (learnsCma_) {
+      learnBytes_ = shmInputBytes(a, c.n);
+      forms.allowCma = plan.allowCma && cmaLearner_.offer(a.coll, learnBytes_);
     } else {
       forms.allowCma = plan.allowCma && (plan.forced || !cmaAvoided(a));
     }

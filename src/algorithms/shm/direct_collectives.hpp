@@ -109,6 +109,7 @@ class DirectCollectives {
   HugePageAdvisor hugePages_;  // for the buffers peers reach by CMA
   CmaLearner cmaLearner_;      // whether the CMA forms pay on this host (TERN_SHM_CMA_LEARN)
   bool learnsCma_ = false;     // the current call is one the learner counts
+  size_t learnBytes_ = 0;      // its band's bytes (alltoallv: the mean input per rank, from every rank's table)
   // When it started (read only when learnsCma_: the small calls the learner never counts skip the clock).
   std::chrono::steady_clock::time_point learnStart_;
   DirectCall call_;

@@ -16,8 +16,9 @@
 namespace tern::shm {
 
 constexpr uint64_t kSegmentMagic = 0x6d68732d6e726574ull;  // "tern-shm"
-// 2: RankControl::left; 3: RingHeader::reading; 4: slots carry their sequence number (no ring head)
-constexpr uint32_t kLayoutVersion = 5;
+// 2: RankControl::left; 3: RingHeader::reading; 4: slots carry their sequence number (no ring head);
+// 5: RingHeader::rendezvousBands; 6: the all-to-all table's header carries CMA offers by band
+constexpr uint32_t kLayoutVersion = 6;
 constexpr size_t kLine = 64;
 constexpr size_t kPage = 4096;
 
