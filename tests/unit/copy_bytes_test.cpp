@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +43,28 @@ void expectExactCopies(void (*copy)(void*, const void*, size_t)) {
 }
 
 TEST(CopyBytes, CopiesExactlyTheBytesAtEveryAlignment) { expectExactCopies(&copyBytes); }
+
+// The loop runs where the destination sits up to a cache line past the source modulo the page: place the two in one
+// allocation so that every such distance (and the ones either side) is taken.
+TEST(CopyBytes, CopiesExactlyTheBytesAtEveryDistanceNearThePage) {
+  constexpr size_t kBytes = 2 * kCopyLoopMinBytes + 77, kPage = 4096;
+  std::vector<uint8_t> buf(4 * kPage + 256);
+  auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + kPage - 1) & ~(kPage - 1));
+  for (size_t srcOff : {0, 5, 32}) {
+    for (size_t past = 0; past < 80; ++past) {
+      uint8_t* src = base + srcOff;
+      uint8_t* dst = base + srcOff + kPage + past;  // non-overlapping: the copy is shorter than a page
+      for (size_t i = 0; i < kBytes; ++i) src[i] = static_cast<uint8_t>(i * 29 + past);
+      std::fill(dst - 16, dst + kBytes + 16, 0xA5);
+      copyBytes(dst, src, kBytes);
+      for (size_t i = 0; i < kBytes; ++i) ASSERT_EQ(dst[i], src[i]) << "past " << past << " at " << i;
+      for (size_t i = 1; i <= 16; ++i) {
+        ASSERT_EQ(dst[-static_cast<ptrdiff_t>(i)], 0xA5) << "past " << past << ": written before the destination";
+        ASSERT_EQ(dst[kBytes + i - 1], 0xA5) << "past " << past << ": written after the destination";
+      }
+    }
+  }
+}
 
 TEST(CopyBytes, StreamingCopiesExactlyTheBytesAtEveryAlignment) { expectExactCopies(&streamCopy); }
 
