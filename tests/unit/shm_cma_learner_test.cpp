@@ -130,6 +130,24 @@ TEST(CmaLearner, ACheckDoesNotCountItsSwitchCall) {
   EXPECT_EQ(l.verdict(Collective::kAlltoAll, kMiB), Verdict::kUse);
 }
 
+// A choice every rank must make alike (whether a call goes where the offers are exchanged) cannot follow one rank's
+// vote: anyRankMayOffer says yes on the calls where each rank offers its own vote, and follows offer() elsewhere.
+TEST(CmaLearner, AnyRankMayOfferOnTheCallsWhereRanksVote) {
+  CmaLearner l(true);
+  for (int i = 0; i < CmaLearner::kQuickTrialCalls; ++i) {
+    EXPECT_EQ(l.anyRankMayOffer(Collective::kAllGather, kMiB), l.offer(Collective::kAllGather, kMiB)) << i;
+    call(l, Collective::kAllGather, kMiB, 900, 300);
+  }
+  EXPECT_FALSE(l.offer(Collective::kAllGather, kMiB)) << "this rank votes for staging";
+  EXPECT_TRUE(l.anyRankMayOffer(Collective::kAllGather, kMiB)) << "another rank may vote for CMA";
+  call(l, Collective::kAllGather, kMiB, 900, 300);
+  for (int i = CmaLearner::kQuickTrialCalls + 1; i < CmaLearner::kConfirmCall + 4; ++i) {
+    const bool vote = i == CmaLearner::kConfirmCall + 2;
+    EXPECT_EQ(l.anyRankMayOffer(Collective::kAllGather, kMiB), vote || l.offer(Collective::kAllGather, kMiB)) << i;
+    call(l, Collective::kAllGather, kMiB, 900, 300);
+  }
+}
+
 TEST(CmaLearner, OffLearnsNothingAndAlwaysOffers) {
   CmaLearner l(false);
   for (int i = 0; i < 50; ++i) EXPECT_TRUE(call(l, Collective::kAllReduce, kMiB, 900, 300));

@@ -77,6 +77,15 @@ bool CmaLearner::offer(Collective coll, size_t inBytes) const {
   return current;
 }
 
+bool CmaLearner::anyRankMayOffer(Collective coll, size_t inBytes) const {
+  const Band* b = bandOf(coll, inBytes);
+  if (b == nullptr) return true;
+  const bool votes = startingVerdict(coll, *b, bandIndex(inBytes)) == Verdict::kUnknown
+                         ? b->calls >= static_cast<uint64_t>(kQuickTrialCalls)
+                         : b->calls == b->checkAt + 2;
+  return votes || offer(coll, inBytes);
+}
+
 uint64_t CmaLearner::offers(Collective coll, size_t lowBytes, size_t highBytes) const {
   uint64_t bits = 0;
   for (int band = bandIndex(lowBytes); band <= bandIndex(highBytes); ++band) {

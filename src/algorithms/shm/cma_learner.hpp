@@ -68,6 +68,10 @@ class CmaLearner {
   // Whether this rank offers the CMA form for an eligible call (one the size rules give to CMA) of coll with inBytes
   // input bytes per rank; record() after every eligible call, in call order.
   bool offer(Collective coll, size_t inBytes) const;
+  // Whether any rank may offer CMA for the call: offer() where it is the same on every rank (a trial's or a check's
+  // form, or the verdict), true where each rank offers its own vote. For a choice every rank must make alike, such
+  // as whether a call takes the path where the offers are exchanged at all.
+  bool anyRankMayOffer(Collective coll, size_t inBytes) const;
   // offer() for every band from lowBytes' to highBytes' (bit b: the band of 2^b bytes; 0 outside), for a call whose
   // band is known only after the offers are posted (alltoallv). offered(): the bit of inBytes' band.
   uint64_t offers(Collective coll, size_t lowBytes, size_t highBytes) const;

@@ -140,11 +140,18 @@ ShmAlgorithm DirectCollectives::expectedAlgorithm(const CollArgs& a, const ShmPl
   return ShmAlgorithm::kPipelined;
 }
 
-bool DirectCollectives::cmaReplacesOnePhase(const CollArgs& a) const {
+bool DirectCollectives::cmaCouldReplaceOnePhase(const CollArgs& a) const {
   const int n = mesh_->nranks();
-  if (!hasCmaForm(a.coll) || n < 2 || !mesh_->cmaBetweenAllRanks() || cmaAvoided(a)) return false;
+  if (!hasCmaForm(a.coll) || n < 2 || !mesh_->cmaBetweenAllRanks()) return false;
   const size_t inBytes = shmInputBytes(a, n);
   return inBytes >= cmaMinBytes(a.coll, n) && inBytes <= kCmaMaxBytes;
+}
+
+bool DirectCollectives::cmaReplacesOnePhase(const CollArgs& a) const {
+  // What the learner may offer, not its verdict: its trials and checks reach the one-phase sizes too (the calls it
+  // declines run one-phase and are timed as the other form, runCall). A call on which the ranks vote takes the path
+  // where the offers meet (describeCall), since each rank's vote is its own.
+  return cmaCouldReplaceOnePhase(a) && cmaLearner_.anyRankMayOffer(a.coll, shmInputBytes(a, mesh_->nranks()));
 }
 
 bool DirectCollectives::zeroCopyFor(const void* p, size_t bytes, BufferRef* ref) const {
@@ -331,6 +338,13 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
     return;
   }
   if (plan.algo == ShmAlgorithm::kSmall) {
+    // A one-phase call that the CMA form could have taken (cmaReplacesOnePhase: the learner declined it this time)
+    // is the learner's other form: counted and timed, or the band would never reach its next check.
+    learnsCma_ = plan.allowCma && !plan.forced && CmaLearner::learns(a.coll) && cmaCouldReplaceOnePhase(a);
+    if (learnsCma_) {
+      learnBytes_ = shmInputBytes(a, c.n);
+      learnStart_ = std::chrono::steady_clock::now();
+    }
     noteRun(ran_ = ShmAlgorithm::kSmall);
     smallCollective(c, ++smallSeq_);
     return;

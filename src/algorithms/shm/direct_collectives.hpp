@@ -72,9 +72,9 @@ class DirectCollectives {
   // The algorithm plan leads to for args with ordinary (not ternMemAlloc) buffers on this mesh: what
   // ternQueryAlgorithm reports. Registered buffers may take the mapped form instead.
   ShmAlgorithm expectedAlgorithm(const CollArgs& args, const ShmPlan& plan) const;
-  // Whether the CMA form should replace the one-phase form that the catalogue's default picked for args: it has
-  // one, the size reaches its minimum (shmCmaMinBytes), and every rank of the host can read every other, which
-  // every rank knows alike (Mesh::cmaBetweenAllRanks), so all of them take the chunked path together.
+  // Whether the CMA form should replace the one-phase form that the catalogue's default picked for args: it could
+  // (cmaCouldReplaceOnePhase) and the CMA learner offers it for this call, all alike on every rank, so all of them
+  // take the chunked path together.
   bool cmaReplacesOnePhase(const CollArgs& args) const;
 
   // Pipeline chunk, in bytes of one rank's buffer, for a payload of bytes per rank.
@@ -93,6 +93,10 @@ class DirectCollectives {
   bool cmaSizeAdmits(const CollArgs& args, const ShmPlan& plan) const;
   // Whether the learner has agreed that the CMA forms lose to staging for calls like args.
   bool cmaAvoided(const CollArgs& args) const;
+  // Whether a CMA form could replace the one-phase form for args: it has one, the size reaches its minimum
+  // (shmCmaMinBytes), and every rank of the host can read every other, which every rank knows alike
+  // (Mesh::cmaBetweenAllRanks).
+  bool cmaCouldReplaceOnePhase(const CollArgs& args) const;
   void describeCall(DirectCall& c, Operation& op, const ShmPlan& plan);
   void runCall(Operation& op, const ExecContext& ctx, const ShmPlan& plan);
 
