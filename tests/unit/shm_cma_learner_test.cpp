@@ -95,9 +95,9 @@ TEST(CmaLearner, AProvisionalVerdictIsConfirmedByTheOtherForm) {
     ran.push_back(call(l, Collective::kAllReduce, 4 * kMiB, 100, 300));
   for (int i = 0; i < CmaLearner::kConfirmCall; ++i) EXPECT_FALSE(ran[i]) << i;
   EXPECT_TRUE(ran[CmaLearner::kConfirmCall]);      // the check's switch call
-  EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 1]);  // its counted call
-  EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 2]);  // the vote
-  EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 3]);  // decided until the next check
+  EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 1]);  // its counted calls
+  EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 2]);
+  EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 3]);  // the vote, decided until the next check
   EXPECT_EQ(l.verdict(Collective::kAllReduce, 4 * kMiB), Verdict::kUse);
   EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB), Verdict::kAvoid) << "the first band keeps its own verdict";
 }
@@ -107,14 +107,13 @@ TEST(CmaLearner, SlowKernelCopiesStartEveryBandAvoidedAndOnlyTheConfirmingCallTr
   EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kAvoid);
   EXPECT_EQ(l.verdict(Collective::kAlltoAllv, kMiB), Verdict::kAvoid) << "alltoallv starts from the host's prior too";
   std::vector<bool> ran;
-  for (int i = 0; i < CmaLearner::kConfirmCall + 4; ++i) ran.push_back(call(l, Collective::kAllReduce, kMiB, 900, 300));
+  for (int i = 0; i < CmaLearner::kConfirmCall + 5; ++i) ran.push_back(call(l, Collective::kAllReduce, kMiB, 900, 300));
   for (int i = 0; i < CmaLearner::kConfirmCall; ++i) EXPECT_FALSE(ran[i]) << "no trial on call " << i;
-  EXPECT_TRUE(ran[CmaLearner::kConfirmCall]);
-  EXPECT_TRUE(ran[CmaLearner::kConfirmCall + 1]);
-  EXPECT_FALSE(ran[CmaLearner::kConfirmCall + 2]) << "staging stays faster";
-  EXPECT_FALSE(ran[CmaLearner::kConfirmCall + 3]);
+  for (int k = 0; k < CmaLearner::kCheckCalls; ++k) EXPECT_TRUE(ran[CmaLearner::kConfirmCall + k]) << k;
+  EXPECT_FALSE(ran[CmaLearner::kConfirmCall + 3]) << "staging stays faster";
+  EXPECT_FALSE(ran[CmaLearner::kConfirmCall + 4]);
   // Where CMA turns out faster after all, the check finds it.
-  for (int i = 0; i <= CmaLearner::kConfirmCall + 2; ++i) call(l, Collective::kBroadcast, 64 * kMiB, 100, 300);
+  for (int i = 0; i <= CmaLearner::kConfirmCall + 3; ++i) call(l, Collective::kBroadcast, 64 * kMiB, 100, 300);
   EXPECT_EQ(l.verdict(Collective::kBroadcast, 64 * kMiB), Verdict::kUse);
 }
 
@@ -141,8 +140,8 @@ TEST(CmaLearner, AnyRankMayOfferOnTheCallsWhereRanksVote) {
   EXPECT_FALSE(l.offer(Collective::kAllGather, kMiB)) << "this rank votes for staging";
   EXPECT_TRUE(l.anyRankMayOffer(Collective::kAllGather, kMiB)) << "another rank may vote for CMA";
   call(l, Collective::kAllGather, kMiB, 900, 300);
-  for (int i = CmaLearner::kQuickTrialCalls + 1; i < CmaLearner::kConfirmCall + 4; ++i) {
-    const bool vote = i == CmaLearner::kConfirmCall + 2;
+  for (int i = CmaLearner::kQuickTrialCalls + 1; i < CmaLearner::kConfirmCall + 5; ++i) {
+    const bool vote = i == CmaLearner::kConfirmCall + CmaLearner::kCheckCalls;
     EXPECT_EQ(l.anyRankMayOffer(Collective::kAllGather, kMiB), vote || l.offer(Collective::kAllGather, kMiB)) << i;
     call(l, Collective::kAllGather, kMiB, 900, 300);
   }
@@ -158,7 +157,7 @@ TEST(CmaLearner, OffLearnsNothingAndAlwaysOffers) {
 
 // Which form pays can change under a running job (a VM's vCPUs moved to cores that share no cache make staging
 // several times slower): the verdict is checked again from calls 32, 64, 128, ..., 1024 and then every 1024, each
-// check two calls of the other form, and the band follows what the check finds.
+// check kCheckCalls calls of the other form, and the band follows what the check finds.
 TEST(CmaLearner, TheVerdictIsCheckedAgainWhileTheJobRuns) {
   CmaLearner l(true, /*startAvoided=*/true);
   std::vector<bool> ran;
@@ -174,39 +173,62 @@ TEST(CmaLearner, TheVerdictIsCheckedAgainWhileTheJobRuns) {
       EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kUse) << "switched again at 3072";
     }
   }
-  // A check that finds the verdict right is two calls of the other form; one that finds it wrong switches there.
-  std::vector<int> twoOffs, switches;
-  for (int i = 3; i + 2 < static_cast<int>(ran.size()); ++i) {
+  // A check that finds the verdict right is kCheckCalls calls of the other form; one that finds it wrong switches
+  // there. (A change of form after kCheckCalls + 1 calls of the same form starts a check, not the return from one.)
+  constexpr int k = CmaLearner::kCheckCalls;
+  std::vector<int> checksOnly, switches;
+  for (int i = k + 1; i + k < static_cast<int>(ran.size()); ++i) {
     if (ran[i] == ran[i - 1]) continue;
-    if (ran[i - 1] != ran[i - 2] || ran[i - 2] != ran[i - 3]) continue;  // the return from a check
-    if (ran[i + 1] == ran[i] && ran[i + 2] != ran[i]) twoOffs.push_back(i);
-    if (ran[i + 1] == ran[i] && ran[i + 2] == ran[i]) switches.push_back(i);
+    bool settled = true;
+    for (int j = 2; j <= k + 1; ++j) settled = settled && ran[i - j] == ran[i - 1];
+    if (!settled) continue;
+    bool held = true;
+    for (int j = 1; j < k; ++j) held = held && ran[i + j] == ran[i];
+    if (!held) continue;
+    (ran[i + k] == ran[i] ? switches : checksOnly).push_back(i);
   }
   // Each switch is checked again kRecheckAfterSwitch calls after its vote.
-  EXPECT_EQ(twoOffs, (std::vector<int>{42, 64, 128, 266, 512, 1024, 2048, 3082, 4096}));
+  EXPECT_EQ(checksOnly, (std::vector<int>{43, 64, 128, 267, 512, 1024, 2048, 3083, 4096}));
   EXPECT_EQ(switches, (std::vector<int>{32, 256, 3072}));
 }
 
-// A check decides on one call of the other form: one slow by chance switches the band, and the check that follows
-// soon after switches it back, instead of leaving the wrong form until the next scheduled check.
-TEST(CmaLearner, ASwitchOnOneNoisyCallIsUndoneByTheCheckSoonAfter) {
+// One call slowed by chance (an interrupt, a preemption) does not switch a band: a check compares the faster of its
+// calls with the faster of the two before it.
+TEST(CmaLearner, OneSlowCallDoesNotSwitchABand) {
   CmaLearner l(true, /*startAvoided=*/true);
   std::vector<bool> ran;
   for (int i = 0; i < 600; ++i) {
     const bool cma = l.offer(Collective::kAllGather, kMiB);
-    // CMA pays throughout, except one CMA call of the baseline before the check at 512, which took ten times longer.
+    // CMA pays throughout; the last CMA call before the check at 512 is slow.
     const double us = cma ? (i == 511 ? 1000 : 100) : 300;
     l.record(Collective::kAllGather, kMiB, cma, us * 1e-6);
     ran.push_back(cma);
   }
-  EXPECT_FALSE(ran[514]) << "the noisy baseline made staging look faster: switched";
-  const int recheck = 514 + CmaLearner::kRecheckAfterSwitch;
-  for (int i = 515; i < recheck; ++i) EXPECT_FALSE(ran[i]) << i;
-  EXPECT_TRUE(ran[recheck]) << "the check after the switch runs CMA again";
-  EXPECT_TRUE(ran[recheck + 2]) << "and switches back";
-  // That switch too is checked soon after (two staged calls); CMA from then on.
-  const int again = recheck + 2 + CmaLearner::kRecheckAfterSwitch;
-  for (int i = recheck + 2; i < 600; ++i) EXPECT_EQ(ran[i], i != again && i != again + 1) << i;
+  for (int i = 512; i < 512 + CmaLearner::kCheckCalls; ++i) EXPECT_FALSE(ran[i]) << "the check: " << i;
+  for (int i = 512 + CmaLearner::kCheckCalls; i < 600; ++i) EXPECT_TRUE(ran[i]) << "kept: " << i;
+  EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kUse);
+}
+
+// Slow calls on both sides of a check can still switch a band the wrong way; the check that follows soon after
+// switches it back, instead of leaving the wrong form until the next scheduled check.
+TEST(CmaLearner, AWrongSwitchIsUndoneByTheCheckSoonAfter) {
+  CmaLearner l(true, /*startAvoided=*/true);
+  std::vector<bool> ran;
+  for (int i = 0; i < 600; ++i) {
+    const bool cma = l.offer(Collective::kAllGather, kMiB);
+    // CMA pays throughout, except the two CMA calls before the check at 512, which took ten times longer.
+    const double us = cma ? (i == 510 || i == 511 ? 1000 : 100) : 300;
+    l.record(Collective::kAllGather, kMiB, cma, us * 1e-6);
+    ran.push_back(cma);
+  }
+  constexpr int k = CmaLearner::kCheckCalls, vote = 512 + k;
+  EXPECT_FALSE(ran[vote]) << "the slow baseline made staging look faster: switched";
+  const int recheck = vote + CmaLearner::kRecheckAfterSwitch;
+  for (int i = vote; i < recheck; ++i) EXPECT_FALSE(ran[i]) << i;
+  for (int i = recheck; i <= recheck + k; ++i) EXPECT_TRUE(ran[i]) << "the check after the switch, and its vote: " << i;
+  // That switch too is checked soon after (kCheckCalls staged calls); CMA from then on.
+  const int again = recheck + k + CmaLearner::kRecheckAfterSwitch;
+  for (int i = recheck + k; i < 600; ++i) EXPECT_EQ(ran[i], i < again || i >= again + k) << i;
   EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kUse);
 }
 

@@ -1,5 +1,6 @@
 #include "algorithms/shm/cma_learner.hpp"
 
+#include <algorithm>
 #include <bit>
 
 #include "base/error.hpp"
@@ -72,8 +73,8 @@ bool CmaLearner::offer(Collective coll, size_t inBytes) const {
   }
   const bool current = agreed == Verdict::kUse;
   // A check: the other form twice (the switch call, then the counted one), then what the ranks voted.
-  if (i == b->checkAt || i == b->checkAt + 1) return !current;
-  if (i == b->checkAt + 2) return b->vote;
+  if (i >= b->checkAt && i < b->checkAt + kCheckCalls) return !current;
+  if (i == b->checkAt + kCheckCalls) return b->vote;
   return current;
 }
 
@@ -82,7 +83,7 @@ bool CmaLearner::anyRankMayOffer(Collective coll, size_t inBytes) const {
   if (b == nullptr) return true;
   const bool votes = startingVerdict(coll, *b, bandIndex(inBytes)) == Verdict::kUnknown
                          ? b->calls >= static_cast<uint64_t>(kQuickTrialCalls)
-                         : b->calls == b->checkAt + 2;
+                         : b->calls == b->checkAt + kCheckCalls;
   return votes || offer(coll, inBytes);
 }
 
@@ -105,7 +106,7 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
     seconds *= static_cast<double>(size_t{1} << 20) / static_cast<double>(inBytes);
   const uint64_t i = b->calls++;
   const Verdict outcome = ranCma ? Verdict::kUse : Verdict::kAvoid;
-  const double before = (b->previous[0] + b->previous[1]) / 2;
+  const double before = std::min(b->previous[0], b->previous[1]);
   b->previous[1] = b->previous[0];
   b->previous[0] = seconds;
   if (b->agreed == Verdict::kUnknown) {
@@ -118,31 +119,37 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
                   bandName(coll, inBytes).c_str(), ranCma ? "used" : "avoided", b->cmaSeconds * 1e6,
                   b->stagedSeconds * 1e6, kConfirmCall);
   }
-  if (i == b->checkAt) {
-    // The switch call pays for the change of form (as in the quick trial) and is not counted; the current form's
-    // two calls before it are what the next call is measured against.
-    b->baseline = before;
-    return "";
-  }
-  if (i == b->checkAt + 1) {
+  if (i >= b->checkAt && i < b->checkAt + kCheckCalls) {
     const bool current = b->agreed == Verdict::kUse;
-    if (ranCma != current) {
-      vote(*b, ranCma ? seconds : b->baseline, ranCma ? b->baseline : seconds);
-    } else {
-      b->vote = current;  // the other form could not run (a peer's buffers): nothing to compare
+    // The first calls settle the switch of form (the first pays for it, and the timing of the one after it still
+    // swings either way as the ranks fall into step): the check's last call is what counts, against the faster of
+    // the current form's two calls before the check, so that one call slowed by an interrupt or a preemption does
+    // not switch a band. A call that ran the current form (a peer's buffers ruled the other out) leaves nothing to
+    // compare.
+    if (i == b->checkAt) {
+      b->baseline = before;
+      b->checkRanOther = true;
+    }
+    b->checkRanOther = b->checkRanOther && ranCma != current;
+    if (i == b->checkAt + kCheckCalls - 1) {
+      if (b->checkRanOther) {
+        vote(*b, ranCma ? seconds : b->baseline, ranCma ? b->baseline : seconds);
+      } else {
+        b->vote = current;
+      }
     }
     return "";
   }
-  if (i != b->checkAt + 2) return "";
+  if (i != b->checkAt + kCheckCalls) return "";
   // The call after a check ran what the ranks voted: the band's verdict until the next check, which comes soon when
-  // this one switched (one call's time decided it).
+  // this one switched (a few calls' times decided it).
   const Verdict was = b->agreed;
   b->agreed = outcome;
   b->checkAt = outcome != was ? i + kRecheckAfterSwitch : nextScheduledCheck(i);
   if (b->confirmed && outcome == was) return "";
   b->confirmed = true;
-  return format("%s: CMA %s (after two calls of the other form from call %llu)", bandName(coll, inBytes).c_str(),
-                ranCma ? "used" : "avoided", static_cast<unsigned long long>(i - 2));
+  return format("%s: CMA %s (after %d calls of the other form from call %llu)", bandName(coll, inBytes).c_str(),
+                ranCma ? "used" : "avoided", kCheckCalls, static_cast<unsigned long long>(i - kCheckCalls));
 }
 
 CmaLearner::Verdict CmaLearner::verdict(Collective coll, size_t inBytes) const {

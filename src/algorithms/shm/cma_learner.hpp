@@ -20,16 +20,18 @@
 //     first calls after a pause running slower on a VM.
 //   - A vote is offered on the next eligible call: a CMA form runs only when every rank offers it (describeCall), so
 //     that call's outcome, which every rank sees alike, is the agreed verdict.
-//   - The verdict is checked again by two calls of the other form: the first pays for the switch and is not
-//     counted (as in the trial), the second's time against the mean of the two calls before the check is a second
-//     vote, which decides the band from the call after. The first check starts at call kConfirmCall of the band,
+//   - The verdict is checked again by kCheckCalls calls of the other form: the first ones settle the switch (the
+//     first pays for it, as in the trial, and the timing of the next still swings either way as the ranks fall into
+//     step), the last one's time against the faster of the two calls before the check is a second vote, which
+//     decides the band from the call after (the faster of two, so that one call slowed by an interrupt or a
+//     preemption does not switch a band). The first check starts at call kConfirmCall of the band,
 //     then at doubling intervals up to every kReconfirmEvery calls, and kRecheckAfterSwitch calls after a check that
-//     switched the verdict (one call's time decided it: a noisy one would otherwise hold the wrong form until the
-//     next scheduled check, hundreds of calls later). Which form pays can change while a job runs (on
+//     switched the verdict (a few calls' times decided it: a noisy switch would otherwise hold the wrong form until
+//     the next scheduled check, hundreds of calls later). Which form pays can change while a job runs (on
 //     a VM, the host may move the two ranks' vCPUs from cores that share a cache, where staging's two copies are
 //     cheap, to cores that do not, where every line crosses twice and one kernel copy is several times faster), and
-//     a check every kReconfirmEvery calls costs at most two slow calls in that many. A short run never gets that far
-//     and pays nothing.
+//     a check every kReconfirmEvery calls costs at most kCheckCalls slow calls in that many. A short run never gets
+//     that far and pays nothing.
 // Every rank counts the same calls (bands and eligibility come from arguments every rank shares, or for alltoallv from
 // the tables every rank reads), so no exchange beyond the calls' own is needed. Bands are narrow because the crossover
 // can move with size: a kernel copy's fixed cost weighs at 8 KiB, its rate at 8 MiB.
@@ -51,6 +53,7 @@ class CmaLearner {
   static constexpr int kConfirmCall = 32;        // the band's first call of a check (a power of two)
   static constexpr int kReconfirmEvery = 1024;   // the longest interval between two such calls (a power of two)
   static constexpr int kRecheckAfterSwitch = 8;  // calls from a check that switched the verdict to the next check
+  static constexpr int kCheckCalls = 3;          // calls of the other form in a check (the last one counted)
   // The quick trial's forms (true: CMA), call by call, and which calls count.
   static constexpr int kQuickTrialCalls = 7;
   static constexpr bool kQuickTrial[kQuickTrialCalls] = {true, true, false, false, false, true, true};
@@ -92,11 +95,12 @@ class CmaLearner {
     uint64_t calls = 0;                        // eligible calls seen
     double cmaSeconds = 0, stagedSeconds = 0;  // the quick trial's sums
     double previous[2] = {0, 0};               // the last two calls' seconds, newest first
-    double baseline = 0;                       // a check: the mean of the two calls before it
+    double baseline = 0;                       // a check: the faster of the two calls before it
+    bool checkRanOther = false;                // a check: every call of it so far ran the other form
     bool vote = true;                          // this rank's vote, offered on the call after a trial
     Verdict agreed = Verdict::kUnknown;
     bool confirmed = false;           // a confirming call has decided the band at least once
-    uint64_t checkAt = kConfirmCall;  // the call that starts the next check (it and the next run the other form)
+    uint64_t checkAt = kConfirmCall;  // the call that starts the next check (kCheckCalls of the other form)
   };
   static int bandIndex(size_t inBytes);
   // "allreduce of 1048576+ bytes per rank", "alltoallv": the band, for the log.
