@@ -150,9 +150,9 @@ TEST(RendezvousLearner, ASenderThatNeverFollowsEndsTheCheck) {
 }
 
 TEST(RendezvousLearner, EachPowerOfTwoOfSizeLearnsOnItsOwn) {
-  EXPECT_EQ(RendezvousLearner::bandOf(kRingSlotBytes), 0);
-  EXPECT_EQ(RendezvousLearner::bandOf(2 * kRingSlotBytes - 1), 0);
-  EXPECT_EQ(RendezvousLearner::bandOf(2 * kRingSlotBytes), 1);
+  EXPECT_EQ(RendezvousLearner::bandOf(kRendezvousMinBytes), 0);
+  EXPECT_EQ(RendezvousLearner::bandOf(2 * kRendezvousMinBytes - 1), 0);
+  EXPECT_EQ(RendezvousLearner::bandOf(2 * kRendezvousMinBytes), 1);
   EXPECT_EQ(RendezvousLearner::bandOf(size_t{1} << 62), RendezvousLearner::kBands - 1);
   RendezvousLearner l(true, false);
   exchange(l, false, 12, kMiB, [](bool r, int) { return r ? 100.0 : 500.0; });
@@ -160,7 +160,20 @@ TEST(RendezvousLearner, EachPowerOfTwoOfSizeLearnsOnItsOwn) {
   EXPECT_FALSE(RendezvousLearner::wantsRendezvous(l.published(), 4 * kMiB, false));
   EXPECT_FALSE(RendezvousLearner::wantsRendezvous(l.published(), kMiB / 2, false));
   // Short messages (under the rendezvous size) are not the learner's.
-  EXPECT_FALSE(l.record(kRingSlotBytes - 1, true, 1.0, 1));
+  EXPECT_FALSE(l.record(kRendezvousMinBytes - 1, true, 1.0, 1));
+}
+
+// Below a ring slot a rendezvous' fixed cost outweighs staging's two copies where the CPUs share a cache: those bands
+// start staged on every host, and only the learner moves them.
+TEST(RendezvousLearner, MessagesUnderARingSlotStartStagedOnEveryHost) {
+  EXPECT_FALSE(RendezvousLearner::wantsRendezvous(0, kRendezvousMinBytes, true));
+  EXPECT_FALSE(RendezvousLearner::wantsRendezvous(0, kRingSlotBytes - 1, true));
+  EXPECT_TRUE(RendezvousLearner::wantsRendezvous(0, kRingSlotBytes, true));
+  EXPECT_FALSE(RendezvousLearner::wantsRendezvous(0, kRingSlotBytes, false));
+  // Where rendezvous is faster, a small band learns it like any other.
+  RendezvousLearner l(true, true);
+  exchange(l, true, 12, kRendezvousMinBytes, [](bool r, int) { return r ? 100.0 : 500.0; });
+  EXPECT_TRUE(RendezvousLearner::wantsRendezvous(l.published(), kRendezvousMinBytes, true));
 }
 
 }  // namespace

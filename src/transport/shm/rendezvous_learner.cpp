@@ -9,7 +9,7 @@ namespace tern::shm {
 
 namespace {
 
-constexpr int kFirstBandLog2 = std::countr_zero(kRingSlotBytes);  // the rendezvous size
+constexpr int kFirstBandLog2 = std::countr_zero(kRendezvousMinBytes);
 
 void pushNewest(double (&samples)[2], int& count, double value) {
   samples[1] = samples[0];
@@ -19,8 +19,12 @@ void pushNewest(double (&samples)[2], int& count, double value) {
 
 }  // namespace
 
-RendezvousLearner::RendezvousLearner(bool enabled, bool priorRendezvous) : enabled_(enabled), prior_(priorRendezvous) {
-  for (Band& b : bands_) b.rendezvous = priorRendezvous;
+RendezvousLearner::RendezvousLearner(bool enabled, bool priorRendezvous) : enabled_(enabled) {
+  for (int i = 0; i < kBands; ++i) bands_[i].rendezvous = priorFor(priorRendezvous, i);
+}
+
+bool RendezvousLearner::priorFor(bool priorRendezvous, int band) {
+  return priorRendezvous && (kRendezvousMinBytes << band) >= kRingSlotBytes;
 }
 
 int RendezvousLearner::bandOf(size_t bytes) {
@@ -31,7 +35,7 @@ int RendezvousLearner::bandOf(size_t bytes) {
 
 bool RendezvousLearner::wantsRendezvous(uint64_t published, size_t bytes, bool priorRendezvous) {
   const int b = bandOf(bytes);
-  if ((published >> b & 1u) == 0) return priorRendezvous;
+  if ((published >> b & 1u) == 0) return priorFor(priorRendezvous, b);
   return (published >> (kBands + b) & 1u) != 0;
 }
 
@@ -64,7 +68,7 @@ void RendezvousLearner::decide(int index, Band& band) {
   const double rendezvousUs = (band.rendezvous ? band.current[0] + band.current[1] : band.other[0] + band.other[1]);
   const double stagedUs = (band.rendezvous ? band.other[0] + band.other[1] : band.current[0] + band.current[1]);
   decision_ = format("long messages of %zu+ bytes: %s (%.1f us/MiB by rendezvous, %.1f staged; at message %llu)",
-                     kRingSlotBytes << index, band.rendezvous != otherFaster ? "rendezvous" : "staged",
+                     kRendezvousMinBytes << index, band.rendezvous != otherFaster ? "rendezvous" : "staged",
                      rendezvousUs * usPerMiB, stagedUs * usPerMiB, static_cast<unsigned long long>(band.messages));
   if (otherFaster) {
     band.rendezvous = !band.rendezvous;
@@ -78,7 +82,7 @@ void RendezvousLearner::decide(int index, Band& band) {
 }
 
 bool RendezvousLearner::record(size_t bytes, bool rendezvous, double seconds, int64_t nowNs) {
-  if (!enabled_ || bytes < kRingSlotBytes) return false;
+  if (!enabled_ || bytes < kRendezvousMinBytes) return false;
   const int index = bandOf(bytes);
   Band& band = bands_[index];
   ++band.messages;

@@ -12,7 +12,8 @@
 //
 // How, per size band of the peer's messages (a power of two of message bytes):
 //   - The band starts in the host's prior form (staged where the setup probe found kernel copies slow, rendezvous
-//     otherwise), which the sender uses until this rank publishes a form for the band.
+//     otherwise; staged on every host below a ring slot, kRendezvousMinBytes), which the sender uses until this rank
+//     publishes a form for the band.
 //   - A check asks the sender for the other form: the first message that arrives in it pays the switch (the waits'
 //     spin budget and the caches adapt to the form before) and is not counted, the next two are, and their time per
 //     byte against the two counted messages of the current form before the check decides which form the band keeps.
@@ -37,13 +38,14 @@ namespace tern::shm {
 
 class RendezvousLearner {
  public:
-  static constexpr int kBands = 32;  // 32 KiB (the rendezvous size) and up, one band per power of two
+  static constexpr int kBands = 32;  // kRendezvousMinBytes and up, one band per power of two
   static constexpr int64_t kRecheckNs = 200'000'000;
   static constexpr uint64_t kRecheckMessages = 16;
   static constexpr int kAbandonAfter = 64;
 
   // enabled = false: nothing is learned and the published word stays 0 (the sender keeps the prior).
-  // priorRendezvous: the form the sender uses for a band with nothing published (the same on both sides).
+  // priorRendezvous: the form the sender uses for a band with nothing published (the same on both sides), from a
+  // ring slot's size; smaller bands start staged (priorFor).
   RendezvousLearner(bool enabled, bool priorRendezvous);
 
   // After a message of `bytes` (at least the rendezvous size) from the peer completed at nowNs (steady clock): whether
@@ -54,6 +56,8 @@ class RendezvousLearner {
   uint64_t published() const { return published_; }
   // The sender's side: the form for a message of `bytes` given the receiver's published word and the prior.
   static bool wantsRendezvous(uint64_t published, size_t bytes, bool priorRendezvous);
+  // A band's form before anything is published: the host's prior, from a ring slot's size (kRendezvousMinBytes).
+  static bool priorFor(bool priorRendezvous, int band);
   static int bandOf(size_t bytes);
   // What the last check decided, for the log ("" when no check ended since the last call); clears it.
   std::string takeDecision();
@@ -77,7 +81,6 @@ class RendezvousLearner {
   void publish(int index, const Band& band);
 
   bool enabled_;
-  bool prior_;
   std::array<Band, kBands> bands_{};
   uint64_t published_ = 0;
   std::string decision_;

@@ -48,6 +48,11 @@ constexpr size_t kMappedStreamingBytes = 16 * 1024 * 1024;
 // FIFO rings (point-to-point): fixed-size slots; the ring per peer shrinks with the rank count so that the
 // segment stays a few MiB on big hosts.
 constexpr size_t kRingSlotBytes = 32 * 1024;
+// Point-to-point messages from this size may go by rendezvous (the receiver reads the sender's buffer with one
+// kernel copy). Below a ring slot they start staged on every host, since a rendezvous' fixed cost (a round trip and
+// a system call) outweighs one slot's two copies where the ranks' CPUs share a cache; where they do not, staging's
+// cross-CPU copies cost more and the receiver's learner (rendezvous_learner.hpp) switches them.
+constexpr size_t kRendezvousMinBytes = 8 * 1024;
 
 inline size_t alignUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
 

@@ -59,7 +59,9 @@ void ShmTransport::startSend(int peer, const ConstMemRef& src, Transfer* transfe
   const PeerView& v = mesh_->peer(peer);
   if (src.bytes >= kRendezvousBytes && v.cmaTo && gRendezvous.load(std::memory_order_relaxed)) {
     const uint64_t asked = mesh_->ring(rank_, peer)->rendezvousBands.value.load(std::memory_order_relaxed);
-    op.rendezvous = v.sameProcess || RendezvousLearner::wantsRendezvous(asked, src.bytes, !mesh_->kernelCopiesSlow());
+    // Between threads a rendezvous is a plain copy, from a ring slot's size; between processes the receiver learns.
+    op.rendezvous = v.sameProcess ? src.bytes >= kRingSlotBytes
+                                  : RendezvousLearner::wantsRendezvous(asked, src.bytes, !mesh_->kernelCopiesSlow());
   }
   if (op.rendezvous) gRendezvousSends.fetch_add(1, std::memory_order_relaxed);
   peers_[peer].sends.push_back(op);

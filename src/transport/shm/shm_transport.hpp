@@ -44,7 +44,7 @@ class ShmTransport : public Transport {
   // always do (one memcpy); between processes the receiver decides by size band from the transfers' times
   // (RendezvousLearner), starting from the host's prior: staged where its kernel copies ran under half of
   // memcpy's rate at setup (Mesh::kernelCopiesSlow), rendezvous otherwise.
-  static constexpr size_t kRendezvousBytes = kRingSlotBytes;
+  static constexpr size_t kRendezvousBytes = kRendezvousMinBytes;
   // Tests turn rendezvous off to push long messages through the ring between threads of one process.
   static void setRendezvousForTesting(bool enabled);
   // Sends of this process that went by rendezvous so far (tests check which way long messages took).
