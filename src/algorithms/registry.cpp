@@ -80,6 +80,8 @@ constexpr const char* kShmCma =
     "one pass reading peers' ordinary buffers by CMA (process_vm_readv); ranks in separate processes";
 constexpr const char* kShmCmaReduce =
     "one pass: each rank reads its slice of every peer's buffer by CMA, reduces it and writes it into the root's";
+constexpr const char* kShmCmaReduceScatter =
+    "one pass: each rank reads its block of every peer's input by CMA and reduces it into its output";
 constexpr const char* kShmMapped =
     "one pass over every rank's buffers in place (threads of a process, or ternMemAlloc buffers mapped by peers)";
 
@@ -103,6 +105,7 @@ constexpr std::array kOtherFamilies = {
     shmEntry("shm_cma", Collective::kAllGather, kShmCma, shm::shmCmaApplies, shm::shmChunkedCost),
     shmEntry("shm_small", Collective::kReduceScatter, kShmSmall, shm::shmSmallApplies, shm::shmSmallCost),
     shmEntry("shm_pipelined", Collective::kReduceScatter, kShmPipelined, shm::shmPipelinedApplies, shm::shmChunkedCost),
+    shmEntry("shm_cma", Collective::kReduceScatter, kShmCmaReduceScatter, shm::shmCmaApplies, shm::shmChunkedCost),
     shmEntry("shm_small", Collective::kBroadcast, kShmSmall, shm::shmSmallApplies, shm::shmSmallCost),
     shmEntry("shm_pipelined", Collective::kBroadcast, kShmPipelined, shm::shmPipelinedApplies, shm::shmChunkedCost),
     shmEntry("shm_cma", Collective::kBroadcast, kShmCma, shm::shmCmaApplies, shm::shmChunkedCost),

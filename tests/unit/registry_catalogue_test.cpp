@@ -65,7 +65,7 @@ TEST(RegistryCatalogue, EveryNameOncePerCollectiveWithWhatItsFamilyNeeds) {
   const std::vector<std::pair<Collective, std::set<std::string>>> shm = {
       {Collective::kAllReduce, {"shm_small", "shm_pipelined", "shm_cma", "shm_mapped"}},
       {Collective::kAllGather, {"shm_small", "shm_pipelined", "shm_cma"}},
-      {Collective::kReduceScatter, {"shm_small", "shm_pipelined"}},
+      {Collective::kReduceScatter, {"shm_small", "shm_pipelined", "shm_cma"}},
       {Collective::kBroadcast, {"shm_small", "shm_pipelined", "shm_cma"}},
       {Collective::kReduce, {"shm_small", "shm_pipelined", "shm_cma"}},
       {Collective::kBarrier, {"shm_small"}},
@@ -97,13 +97,14 @@ TEST(RegistryCatalogue, CompressedAlgorithmsThatRunAreEntries) {
 
 TEST(RegistryCatalogue, AlgoOverrideKnowsTheSelectableEntries) {
   EXPECT_EQ(AlgoOverride::parse("shm_cma").forced(Collective::kAllReduce), "shm_cma");
-  EXPECT_EQ(AlgoOverride::parse("shm_cma").forced(Collective::kReduceScatter), "");  // no such form: not forced
+  EXPECT_EQ(AlgoOverride::parse("shm_cma").forced(Collective::kReduceScatter), "shm_cma");
+  EXPECT_EQ(AlgoOverride::parse("shm_mapped").forced(Collective::kBroadcast), "");  // no such form: not forced
   EXPECT_EQ(AlgoOverride::parse("allreduce:shm_small;allgather:ring").forced(Collective::kAllReduce), "shm_small");
   EXPECT_EQ(AlgoOverride::parse("allreduce:shm_small;allgather:ring").forced(Collective::kAllGather), "ring");
   EXPECT_TRUE(AlgoOverride::parse("^shm_mapped").excluded(Collective::kAllReduce, "shm_mapped"));
   std::string message;
-  EXPECT_EQ(codeOf([] { AlgoOverride::parse("reducescatter:shm_cma"); }, &message), ternInvalidArgument);
-  EXPECT_NE(message.find("unknown algorithm 'shm_cma'"), std::string::npos) << message;
+  EXPECT_EQ(codeOf([] { AlgoOverride::parse("broadcast:shm_mapped"); }, &message), ternInvalidArgument);
+  EXPECT_NE(message.find("unknown algorithm 'shm_mapped'"), std::string::npos) << message;
   EXPECT_EQ(codeOf([] { AlgoOverride::parse("compressed_2phase"); }, &message), ternInvalidArgument);
   EXPECT_NE(message.find("TERN_COMPRESS"), std::string::npos) << message;
 }

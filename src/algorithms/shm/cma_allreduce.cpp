@@ -9,11 +9,14 @@
 //
 // Reduce is the same with one receiver: rank r writes its reduced slice only into the root's output (ranks other
 // than the root reduce into private scratch, since their own output is not theirs to write in a reduce).
+// Reduce-scatter is the first half alone: rank r reads block r of every peer's input and reduces it into its own
+// output; nothing is written into a peer.
 //
 // Safety: slice r of a peer's input is read only by rank r, which reads each piece before it writes that piece of
 // the peer's output (the same memory when the peer runs in place). Every rank is inside the call (describeCall's
 // exchange) before anyone touches its buffers, and nobody leaves before every rank has posted `done`.
 #include <algorithm>
+#include <vector>
 
 #include "algorithms/shm/direct_call.hpp"
 
@@ -66,6 +69,32 @@ void cmaReduceSlices(DirectCall& c, int root) {
 }  // namespace
 
 void cmaAllReduce(DirectCall& c) { cmaReduceSlices(c, -1); }
+
+void cmaReduceScatter(DirectCall& c) {
+  const CollArgs& a = *c.args;
+  const int n = c.n, me = c.rank;
+  const size_t e = c.esize;
+  const size_t part = std::max<size_t>(kLine, c.cmaBytes / static_cast<size_t>(n - 1) / kLine * kLine);
+  const size_t pieceElems = std::max<size_t>(1, part / e);
+  const size_t blockBase = static_cast<size_t>(me) * a.count;  // this rank's block in every rank's input
+  std::vector<const void*>& srcs = c.srcs;
+  srcs.resize(n);
+  for (uint32_t j = 0; j < c.chunks; ++j) {
+    for (size_t off = c.chunkBegin(j); off < c.chunkEnd(j); off += pieceElems) {
+      const size_t m = std::min(pieceElems, c.chunkEnd(j) - off);
+      char* buf = c.cmaBuf;
+      for (int p = 0; p < n; ++p) {
+        if (p == me) continue;
+        c.cmaReadPeer(p, buf, c.peerInAddr[p] + (blockBase + off) * e, m * e, "input");
+        srcs[p] = buf;
+        buf += part;
+      }
+      srcs[me] = c.in + (blockBase + off) * e;
+      reduceInOrder(c.out + off * e, srcs.data(), n, m, a.dtype, a.op, c.avgDivisor, c.tmp);
+    }
+  }
+  c.finishOnePass();
+}
 
 void cmaReduce(DirectCall& c) { cmaReduceSlices(c, c.args->root); }
 

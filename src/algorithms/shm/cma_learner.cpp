@@ -9,7 +9,7 @@ namespace tern::shm {
 
 bool CmaLearner::learns(Collective coll) {
   return coll == Collective::kAllReduce || coll == Collective::kAllGather || coll == Collective::kBroadcast ||
-         coll == Collective::kAlltoAll || coll == Collective::kAlltoAllv;
+         coll == Collective::kReduceScatter || coll == Collective::kAlltoAll || coll == Collective::kAlltoAllv;
 }
 
 int CmaLearner::bandIndex(size_t inBytes) {

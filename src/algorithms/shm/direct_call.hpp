@@ -167,6 +167,8 @@ void smallCollective(DirectCall& c, uint32_t seq);
 void pipelinedAllReduce(DirectCall& c);
 void cmaAllReduce(DirectCall& c);
 void cmaReduce(DirectCall& c);
+// Reduce-scatter: rank r reads block r of every peer's input and reduces it into its output (cma_allreduce.cpp).
+void cmaReduceScatter(DirectCall& c);
 void mappedAllReduce(DirectCall& c);
 void pipelinedReduceScatter(DirectCall& c);
 void pipelinedAllGather(DirectCall& c);

@@ -32,7 +32,7 @@ size_t outputBytes(const CollArgs& a, int n, size_t) { return shmOutputBytes(a, 
 
 bool hasCmaForm(Collective c) {
   return c == Collective::kAllReduce || c == Collective::kAllGather || c == Collective::kBroadcast ||
-         c == Collective::kReduce;
+         c == Collective::kReduce || c == Collective::kReduceScatter;
 }
 
 }  // namespace
@@ -205,7 +205,7 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op, const ShmPlan
     d.out.mode = BufferMode::kStaged;
   }
   // CMA is used only when every rank offers it (d.pad): all ranks must run the same algorithm and chunking.
-  // Allreduce, reduce, allgather and broadcast have a CMA form (cma_*.cpp) for ordinary buffers.
+  // Allreduce, reduce, reduce-scatter, allgather and broadcast have a CMA form (cma_*.cpp) for ordinary buffers.
   // A forced shm_cma is offered at any size up to its limit (the minimum is where it starts to pay).
   // Whether CMA is offered depends on this rank's buffers; whether the call is one the learner counts, on the
   // arguments alone (every rank counts the same calls).
@@ -396,7 +396,11 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
       }
       break;
     case Collective::kReduceScatter:
-      pipelinedReduceScatter(c);
+      if (c.cma) {
+        cmaReduceScatter(c);
+      } else {
+        pipelinedReduceScatter(c);
+      }
       break;
     case Collective::kAllGather:
       if (c.cma) {

@@ -178,7 +178,7 @@ bool shmCmaApplies(const CollArgs& a, int nranks, std::string* why) {
     return alltoallApplies(a, nranks, why);  // blocks are read one system call each, at any size
   }
   if (a.coll != Collective::kAllReduce && a.coll != Collective::kAllGather && a.coll != Collective::kBroadcast &&
-      a.coll != Collective::kReduce) {
+      a.coll != Collective::kReduce && a.coll != Collective::kReduceScatter) {
     return refuse(why, format("it has no form for %s", collectiveName(a.coll)));
   }
   if (nranks < 2) return refuse(why, "it needs two ranks");
