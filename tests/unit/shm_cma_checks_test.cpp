@@ -33,12 +33,8 @@ TEST(ShmCmaChecks, DISABLED_ProcessPairChild) {
   if (!inChild()) GTEST_SKIP() << "run by the ShmCmaChecks tests";
   const int rank = std::atoi(std::getenv("SHM_CMA_CHECKS_TEST_RANK"));
   const bool broadcast = std::string(std::getenv("SHM_CMA_CHECKS_TEST_COLL")) == "broadcast";
-  ternUniqueId id;
-  ASSERT_TRUE(testing::uniqueIdFromHex(std::getenv("SHM_CMA_CHECKS_TEST_ID"), &id));
-  ternConfig_t config = TERN_CONFIG_INITIALIZER;
-  config.timeoutMs = 30000;
   ternComm_t comm = nullptr;
-  ASSERT_EQ(ternCommInitRankConfig(&comm, 2, id, rank, &config), ternSuccess) << ternGetLastError(nullptr);
+  ASSERT_EQ(testing::initChildRank("SHM_CMA_CHECKS_TEST_ID", 2, rank, &comm), ternSuccess) << ternGetLastError(nullptr);
   if (std::getenv("SHM_CMA_CHECKS_TEST_PROBE") != nullptr) {
     // TERN_ALGO forces the CMA form: whether this host lets the ranks read each other at all (ptrace scope).
     std::vector<float> in(kCount, 1.0f), out(kCount);
@@ -91,7 +87,7 @@ TEST(ShmCmaChecks, DISABLED_ProcessPairChild) {
 std::vector<int> runPair(const char* coll, bool probe = false) {
   ternUniqueId id;
   EXPECT_EQ(ternGetUniqueId(&id), ternSuccess);
-  std::vector<pid_t> pids;
+  std::vector<std::vector<std::string>> envs;
   for (int r = 0; r < 2; ++r) {
     std::vector<std::string> env = {
         "TERN_SOCKET_IFNAME=lo", "TERN_SHM_KERNEL_COPY_RATIO=0.1", std::string("SHM_CMA_CHECKS_TEST_COLL=") + coll,
@@ -100,12 +96,9 @@ std::vector<int> runPair(const char* coll, bool probe = false) {
       env.emplace_back("SHM_CMA_CHECKS_TEST_PROBE=1");
       env.emplace_back("TERN_ALGO=broadcast:shm_cma");
     }
-    pids.push_back(testing::spawnTestChild("ShmCmaChecks.DISABLED_ProcessPairChild", kChildMarker, env));
+    envs.push_back(env);
   }
-  std::vector<int> codes;
-  codes.reserve(pids.size());
-  for (pid_t p : pids) codes.push_back(testing::waitTestChild(p));
-  return codes;
+  return testing::runTestChildren("ShmCmaChecks.DISABLED_ProcessPairChild", kChildMarker, envs);
 }
 
 TEST(ShmCmaChecks, AnAvoidedOnePhaseBandIsStillCheckedByTheCmaForm) {

@@ -28,12 +28,8 @@ TEST(ShmRendezvous, DISABLED_ProcessPairChild) {
   const int rank = std::atoi(std::getenv("SHM_RENDEZVOUS_TEST_RANK"));
   const int messages = std::atoi(std::getenv("SHM_RENDEZVOUS_TEST_MESSAGES"));
   const std::string expect = std::getenv("SHM_RENDEZVOUS_TEST_EXPECT");  // none, one, some
-  ternUniqueId id;
-  ASSERT_TRUE(testing::uniqueIdFromHex(std::getenv("SHM_RENDEZVOUS_TEST_ID"), &id));
-  ternConfig_t config = TERN_CONFIG_INITIALIZER;
-  config.timeoutMs = 30000;
   ternComm_t comm = nullptr;
-  ASSERT_EQ(ternCommInitRankConfig(&comm, 2, id, rank, &config), ternSuccess) << ternGetLastError(nullptr);
+  ASSERT_EQ(testing::initChildRank("SHM_RENDEZVOUS_TEST_ID", 2, rank, &comm), ternSuccess) << ternGetLastError(nullptr);
   const uint64_t before = shm::ShmTransport::rendezvousSendsForTesting();
   std::vector<float> mine(kCount), theirs(kCount);
   auto value = [](size_t i, int from, int message) {
@@ -70,21 +66,15 @@ TEST(ShmRendezvous, DISABLED_ProcessPairChild) {
 std::vector<int> runPair(const char* ratio, int messages, const char* expect, bool learn = true) {
   ternUniqueId id;
   EXPECT_EQ(ternGetUniqueId(&id), ternSuccess);
-  std::vector<pid_t> pids;
+  std::vector<std::vector<std::string>> envs;
   for (int r = 0; r < 2; ++r) {
-    std::vector<std::string> env = {"TERN_SOCKET_IFNAME=lo",
-                                    std::string("TERN_SHM_KERNEL_COPY_RATIO=") + ratio,
-                                    std::string("TERN_SHM_CMA_LEARN=") + (learn ? "1" : "0"),
-                                    "SHM_RENDEZVOUS_TEST_RANK=" + std::to_string(r),
-                                    "SHM_RENDEZVOUS_TEST_MESSAGES=" + std::to_string(messages),
-                                    std::string("SHM_RENDEZVOUS_TEST_EXPECT=") + expect,
-                                    "SHM_RENDEZVOUS_TEST_ID=" + testing::uniqueIdToHex(id)};
-    pids.push_back(testing::spawnTestChild("ShmRendezvous.DISABLED_ProcessPairChild", kChildMarker, env));
+    envs.push_back(
+        {"TERN_SOCKET_IFNAME=lo", std::string("TERN_SHM_KERNEL_COPY_RATIO=") + ratio,
+         std::string("TERN_SHM_CMA_LEARN=") + (learn ? "1" : "0"), "SHM_RENDEZVOUS_TEST_RANK=" + std::to_string(r),
+         "SHM_RENDEZVOUS_TEST_MESSAGES=" + std::to_string(messages),
+         std::string("SHM_RENDEZVOUS_TEST_EXPECT=") + expect, "SHM_RENDEZVOUS_TEST_ID=" + testing::uniqueIdToHex(id)});
   }
-  std::vector<int> codes;
-  codes.reserve(pids.size());
-  for (pid_t p : pids) codes.push_back(testing::waitTestChild(p));
-  return codes;
+  return testing::runTestChildren("ShmRendezvous.DISABLED_ProcessPairChild", kChildMarker, envs);
 }
 
 TEST(ShmRendezvous, TheFirstLongMessageFollowsTheKernelCopyRate) {

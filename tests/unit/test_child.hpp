@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -46,6 +47,19 @@ inline int waitTestChild(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Starts one child of `gtestName` per entry of envPerChild (its extra variables), all at once (the ranks of one job),
+// and returns their exit codes in the same order.
+inline std::vector<int> runTestChildren(const std::string& gtestName, const std::string& marker,
+                                        const std::vector<std::vector<std::string>>& envPerChild) {
+  std::vector<pid_t> pids;
+  pids.reserve(envPerChild.size());
+  for (const std::vector<std::string>& env : envPerChild) pids.push_back(spawnTestChild(gtestName, marker, env));
+  std::vector<int> codes;
+  codes.reserve(pids.size());
+  for (pid_t p : pids) codes.push_back(waitTestChild(p));
+  return codes;
+}
+
 // A unique id as hex text, to hand to a child rank through its environment, and back.
 inline std::string uniqueIdToHex(const ternUniqueId& id) {
   std::string hex;
@@ -64,6 +78,18 @@ inline bool uniqueIdFromHex(const std::string& hex, ternUniqueId* id) {
     id->internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
   }
   return true;
+}
+
+// A child rank joins its job: the unique id from the environment variable idVariable (uniqueIdToHex), rank of
+// nranks, every wait bounded by 30 s. Returns what ternCommInitRankConfig returned (ternInvalidArgument for a
+// missing or malformed id).
+inline ternResult_t initChildRank(const char* idVariable, int nranks, int rank, ternComm_t* comm) {
+  const char* hex = std::getenv(idVariable);
+  ternUniqueId id;
+  if (hex == nullptr || !uniqueIdFromHex(hex, &id)) return ternInvalidArgument;
+  ternConfig_t config = TERN_CONFIG_INITIALIZER;
+  config.timeoutMs = 30000;
+  return ternCommInitRankConfig(comm, nranks, id, rank, &config);
 }
 
 }  // namespace tern::testing
