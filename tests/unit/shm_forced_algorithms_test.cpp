@@ -169,6 +169,31 @@ void expectOnlyForcedRan(const std::string& forced, uint64_t callsPerProcess) {
 
 bool inChild() { return std::getenv("SHM_FORCED_TEST_CHILD") != nullptr; }
 
+// The CMA reduce-scatter (cma_allreduce.cpp) on every datatype and op, in and out of place, against the reference
+// (inputs kept non-negative for the unsigned types; integer products wrap as the reference models).
+void checkCmaReduceScatterEveryTypeAndOp(ternComm_t comm, int r, int n) {
+  constexpr size_t kCount = 1023;
+  for (int t = 0; t < ternNumTypes; ++t) {
+    const auto dtype = static_cast<ternDataType_t>(t);
+    const size_t e = ref::elementSize(dtype);
+    auto value = [dtype](int p, size_t i) { return inputValue(p, i) + (ref::isSigned(dtype) ? 0 : 8); };
+    for (int o = 0; o < ternNumOps; ++o) {
+      const auto op = static_cast<ternRedOp_t>(o);
+      const std::vector<char> want = ref::reduceBuffer(n, kCount, r * kCount, dtype, op, value);
+      for (const bool inPlace : {false, true}) {
+        std::vector<char> in = ref::makeBuffer(kCount * n, dtype, [&](size_t i) { return value(r, i); });
+        std::vector<char> out(kCount * e, 0x5a);
+        char* recv = inPlace ? in.data() + r * kCount * e : out.data();
+        const uint64_t before = shm::runsForTesting(shm::ShmAlgorithm::kCma);
+        ASSERT_EQ(ternReduceScatter(in.data(), recv, kCount, dtype, op, comm), ternSuccess) << ternGetLastError(comm);
+        EXPECT_EQ(shm::runsForTesting(shm::ShmAlgorithm::kCma), before + 1);
+        EXPECT_EQ(std::memcmp(recv, want.data(), want.size()), 0)
+            << "reduce-scatter by CMA, datatype " << t << " op " << o << (inPlace ? " in place" : "") << " rank " << r;
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Children
 
@@ -227,6 +252,7 @@ TEST(ShmForcedChild, DISABLED_ProcessRankRunsTheForcedAlgorithm) {
   const uint64_t probeCalls = shm::runsForTesting(shm::ShmAlgorithm::kCma);
   runForcedEntries(comm, rank, 2, forced);
   expectOnlyForcedRan(forced, probeCalls + callsFor(forced));
+  if (forced == "shm_cma") checkCmaReduceScatterEveryTypeAndOp(comm, rank, 2);
   ternCommDestroy(comm);
 }
 
