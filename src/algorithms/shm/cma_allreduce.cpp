@@ -24,6 +24,21 @@ namespace tern::shm {
 
 namespace {
 
+// c.srcs for elements [at, at + m) of every rank's input: peers' pieces read by CMA into c.cmaBuf, `part` bytes apart,
+// this rank's own in place.
+void readPeersPieces(DirectCall& c, size_t at, size_t m, size_t part) {
+  std::vector<const void*>& srcs = c.srcs;
+  srcs.resize(c.n);
+  char* buf = c.cmaBuf;
+  for (int p = 0; p < c.n; ++p) {
+    if (p == c.rank) continue;
+    c.cmaReadPeer(p, buf, c.peerInAddr[p] + at * c.esize, m * c.esize, "input");
+    srcs[p] = buf;
+    buf += part;
+  }
+  srcs[c.rank] = c.in + at * c.esize;
+}
+
 // root < 0: every rank receives the result (allreduce); otherwise only the root (reduce).
 void cmaReduceSlices(DirectCall& c, int root) {
   const CollArgs& a = *c.args;
@@ -34,8 +49,6 @@ void cmaReduceSlices(DirectCall& c, int root) {
   // reduceInOrder may accumulate a piece in c.tmp; a reduce's ranks other than the root reduce into it.
   if (n > 2 || root >= 0) part = std::min(part, kStageSlotBytes);
   const size_t pieceElems = std::max<size_t>(1, part / e);
-  std::vector<const void*>& srcs = c.srcs;
-  srcs.resize(n);
 
   // Piece by piece: read the peers' input, reduce into my output, and write the result straight into every peer's
   // output while it is still in cache. No rank waits for another until the end.
@@ -44,19 +57,12 @@ void cmaReduceSlices(DirectCall& c, int root) {
     const size_t lo = begin + sliceBegin(len, me, n, e), hi = begin + sliceBegin(len, me + 1, n, e);
     for (size_t off = lo; off < hi; off += pieceElems) {
       const size_t m = std::min(pieceElems, hi - off);
-      char* buf = c.cmaBuf;
-      for (int p = 0; p < n; ++p) {
-        if (p == me) continue;
-        c.cmaReadPeer(p, buf, c.peerInAddr[p] + off * e, m * e, "input");
-        srcs[p] = buf;
-        buf += part;
-      }
-      srcs[me] = c.in + off * e;
+      readPeersPieces(c, off, m, part);
       // Ordinary stores (streaming ones measured slower here: the piece is sent to the peers right after, from
       // cache, and outputs of up to kCmaMaxBytes fit the last-level cache).
       const bool keeps = root < 0 || me == root;
       char* result = keeps ? c.out + off * e : c.tmp;
-      reduceInOrder(result, srcs.data(), n, m, a.dtype, a.op, c.avgDivisor, c.tmp);
+      reduceInOrder(result, c.srcs.data(), n, m, a.dtype, a.op, c.avgDivisor, c.tmp);
       for (int i = 1; i < n; ++i) {
         const int p = (me + i) % n;
         if (root < 0 || p == root) c.cmaWritePeer(p, c.peerOutAddr[p] + off * e, result, m * e, "output");
@@ -77,20 +83,11 @@ void cmaReduceScatter(DirectCall& c) {
   const size_t part = std::max<size_t>(kLine, c.cmaBytes / static_cast<size_t>(n - 1) / kLine * kLine);
   const size_t pieceElems = std::max<size_t>(1, part / e);
   const size_t blockBase = static_cast<size_t>(me) * a.count;  // this rank's block in every rank's input
-  std::vector<const void*>& srcs = c.srcs;
-  srcs.resize(n);
   for (uint32_t j = 0; j < c.chunks; ++j) {
     for (size_t off = c.chunkBegin(j); off < c.chunkEnd(j); off += pieceElems) {
       const size_t m = std::min(pieceElems, c.chunkEnd(j) - off);
-      char* buf = c.cmaBuf;
-      for (int p = 0; p < n; ++p) {
-        if (p == me) continue;
-        c.cmaReadPeer(p, buf, c.peerInAddr[p] + (blockBase + off) * e, m * e, "input");
-        srcs[p] = buf;
-        buf += part;
-      }
-      srcs[me] = c.in + (blockBase + off) * e;
-      reduceInOrder(c.out + off * e, srcs.data(), n, m, a.dtype, a.op, c.avgDivisor, c.tmp);
+      readPeersPieces(c, blockBase + off, m, part);
+      reduceInOrder(c.out + off * e, c.srcs.data(), n, m, a.dtype, a.op, c.avgDivisor, c.tmp);
     }
   }
   c.finishOnePass();

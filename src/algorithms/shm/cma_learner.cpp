@@ -62,29 +62,27 @@ CmaLearner::Verdict CmaLearner::startingVerdict(Collective coll, const Band& b, 
   return b.calls == 0 && b.agreed == Verdict::kUnknown ? neighbourVerdict(coll, band) : b.agreed;
 }
 
+bool CmaLearner::votesNext(const Band& b, Verdict agreed) {
+  return agreed == Verdict::kUnknown ? b.calls >= static_cast<uint64_t>(kQuickTrialCalls)
+                                     : b.calls == b.checkAt + kCheckCalls;
+}
+
 bool CmaLearner::offer(Collective coll, size_t inBytes) const {
   const Band* b = bandOf(coll, inBytes);
   if (b == nullptr) return true;  // not learned here
   const Verdict agreed = startingVerdict(coll, *b, bandIndex(inBytes));
+  if (votesNext(*b, agreed)) return b->vote;
   const uint64_t i = b->calls;
-  if (agreed == Verdict::kUnknown) {
-    if (i < kQuickTrialCalls) return kQuickTrial[i];
-    return b->vote;
-  }
+  if (agreed == Verdict::kUnknown) return kQuickTrial[i];
+  // A check: kCheckCalls calls of the other form, then (votesNext) what the ranks voted.
   const bool current = agreed == Verdict::kUse;
-  // A check: the other form twice (the switch call, then the counted one), then what the ranks voted.
-  if (i >= b->checkAt && i < b->checkAt + kCheckCalls) return !current;
-  if (i == b->checkAt + kCheckCalls) return b->vote;
-  return current;
+  return i >= b->checkAt && i < b->checkAt + kCheckCalls ? !current : current;
 }
 
 bool CmaLearner::anyRankMayOffer(Collective coll, size_t inBytes) const {
   const Band* b = bandOf(coll, inBytes);
   if (b == nullptr) return true;
-  const bool votes = startingVerdict(coll, *b, bandIndex(inBytes)) == Verdict::kUnknown
-                         ? b->calls >= static_cast<uint64_t>(kQuickTrialCalls)
-                         : b->calls == b->checkAt + kCheckCalls;
-  return votes || offer(coll, inBytes);
+  return votesNext(*b, startingVerdict(coll, *b, bandIndex(inBytes))) || offer(coll, inBytes);
 }
 
 uint64_t CmaLearner::offers(Collective coll, size_t lowBytes, size_t highBytes) const {

@@ -111,6 +111,8 @@ class CmaLearner {
   Verdict neighbourVerdict(Collective coll, int band) const;
   // A band's verdict as its next call starts: a band's first call takes its neighbour's.
   Verdict startingVerdict(Collective coll, const Band& b, int band) const;
+  // Whether the band's next call is one where each rank offers its own vote (after the trial, after a check).
+  static bool votesNext(const Band& b, Verdict agreed);
   static void vote(Band& b, double cmaSeconds, double stagedSeconds);
 
   bool enabled_;
