@@ -78,7 +78,8 @@ one_run() {
     done
     mode="2 nodes x 2 ranks, node $node cut"
   else
-    port=$(drill_port)
+    drill_port || return 1
+    port=$DRILL_PORT
     if ((k % 2 == 1)); then
       mode="tcp"
       env+=(TERN_SHM_DISABLE=1)

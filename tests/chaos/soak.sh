@@ -36,7 +36,8 @@ for phase in shm+tcp tcp; do
   extra=()
   [ "$phase" = tcp ] && extra=(TERN_SHM_DISABLE=1)
   secret=$(drill_secret)
-  drill_start "$nranks" "$(drill_port)" "$secret" 60 "$dir" env TERN_SOCKET_IFNAME=lo ${extra[@]+"${extra[@]}"} \
+  drill_port || exit 1
+  drill_start "$nranks" "$DRILL_PORT" "$secret" 60 "$dir" env TERN_SOCKET_IFNAME=lo ${extra[@]+"${extra[@]}"} \
     "$bin" --seed "$seed" --seconds "$half" --max-count "$max_count" --codecs 1
   # A hang: still running two minutes after the agreed end.
   if ! drill_wait_all "$(python3 -c "print(int($half) + 120)")" "$dir" "soak $phase"; then

@@ -17,7 +17,8 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"; kill $(jobs -p) 2>/dev/null' EXIT
 # shellcheck source=../common/rank_drill.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common/rank_drill.sh"
-port=$(drill_port)
+drill_port || exit 1
+port=$DRILL_PORT
 secret=$(drill_secret)
 drill_start "$nranks" "$port" "$secret" "$timeout_s" "$dir" "$bin" kill "$victim" "$dir/stamp"
 pids=("${DRILL_PIDS[@]}")

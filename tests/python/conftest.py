@@ -2,6 +2,7 @@
 under torch.distributed's env:// rendezvous (MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE), as torchrun would start
 it. No mocks: the ranks talk through tern's transports on this machine."""
 
+import contextlib
 import json
 import os
 import socket
@@ -16,10 +17,16 @@ import pytest
 WORKERS = Path(__file__).resolve().parent / "workers"
 
 
-def free_port() -> int:
+@contextlib.contextmanager
+def reserved_port():
+    """A loopback port for the store's listener, held while the block runs. A port picked by bind(0) and closed
+    again can be taken by any ephemeral connect before the listener binds it; this socket stays bound with
+    SO_REUSEADDR and never listens, so no one else gets the port, yet the store's listener (libuv binds with
+    SO_REUSEADDR too) can bind it (as tools/tern-run/root_addr.hpp does for TERN_ROOT_ADDR)."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        yield s.getsockname()[1]
 
 
 class RankResult:
@@ -37,7 +44,11 @@ class RankResult:
 def run_ranks(world, worker, *args, env=None, timeout=600, kill=None):
     """Runs tests/python/workers/<worker> on `world` ranks; returns their RankResults in rank order.
     kill=(rank, seconds): SIGKILLs that rank that many seconds after every rank has called ready() (fault tests)."""
-    port = free_port()
+    with reserved_port() as port:
+        return _run_ranks_on(port, world, worker, args, env, timeout, kill)
+
+
+def _run_ranks_on(port, world, worker, args, env, timeout, kill):
     procs = []
     start = time.monotonic()
     ready_dir = tempfile.mkdtemp(prefix="tern-ready-")

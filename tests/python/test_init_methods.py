@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import WORKERS, assert_all_ok, free_port, run_ranks
+from conftest import WORKERS, assert_all_ok, reserved_port, run_ranks
 
 WORLD = 3
 
@@ -35,10 +35,11 @@ def test_init_method_file(tmp_path):
 
 
 def test_torchrun_starts_tern_ranks(tmp_path):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(WORLD), "--master-port",
-           str(free_port()), str(WORKERS / "init_worker.py"), "env"]
     env = dict(os.environ, TERN_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", TERN_TEST_REPORT_DIR=str(tmp_path))
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    with reserved_port() as port:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(WORLD), "--master-port",
+               str(port), str(WORKERS / "init_worker.py"), "env"]
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, p.stderr[-4000:]
     reports = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(WORLD)]
     check(reports)

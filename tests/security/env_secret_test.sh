@@ -15,12 +15,14 @@ mkdir -m 700 "$dir/tmp"
 export TMPDIR=$dir/tmp
 unset TERN_SECRET TERN_SECRET_FILE TERN_INSECURE RANK WORLD_SIZE MASTER_ADDR MASTER_PORT
 fail() { echo "FAIL: $*"; exit 1; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=../common/rank_drill.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/rank_drill.sh"
 
 # Two ranks with the given environment (NAME=VALUE words); outputs in $dir/out.R, exit codes in rc0 rc1.
 launch2() {
   local port pids=() r
-  port=$(free_port)
+  drill_port || exit 1
+  port=$DRILL_PORT
   for r in 0 1; do
     env TERN_RANK=$r TERN_WORLD_SIZE=2 TERN_ROOT_ADDR=127.0.0.1:$port "$@" "$check" >"$dir/out.$r" 2>&1 &
     pids+=($!)
@@ -72,7 +74,8 @@ if grep -q "$(cat "$dir/secret")" "$dir/err.run"; then fail "tern-run printed th
 # 6. A rank with another secret is refused by authentication, naming the root.
 s0=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 s1=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
-port=$(free_port)
+drill_port || exit 1
+port=$DRILL_PORT
 TERN_TIMEOUT=3 TERN_RANK=0 TERN_WORLD_SIZE=2 TERN_ROOT_ADDR=127.0.0.1:$port TERN_SECRET=$s0 "$check" >"$dir/out.0" 2>&1 &
 pid0=$!
 TERN_TIMEOUT=3 TERN_RANK=1 TERN_WORLD_SIZE=2 TERN_ROOT_ADDR=127.0.0.1:$port TERN_SECRET=$s1 "$check" >"$dir/out.1" 2>&1

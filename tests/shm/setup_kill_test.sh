@@ -19,7 +19,8 @@ trap 'rm -rf "$dir"; kill $(jobs -p) 2>/dev/null' EXIT
 source "$(dirname "${BASH_SOURCE[0]}")/../common/rank_drill.sh"
 fail=0
 for step in "${steps[@]}"; do
-  port=$(drill_port)
+  drill_port || exit 1
+  port=$DRILL_PORT
   secret=$(drill_secret)
   tag=$(drill_job_tag "$secret")
   drill_start "$nranks" "$port" "$secret" "$timeout_s" "$dir" env TERN_TEST_SHM_KILL="$victim:$step" "$bin"
