@@ -238,7 +238,9 @@ class UncompressedCheck {
   }
 
   Expected expectation(size_t j) const {
-    return j < l_.recvElems ? spec_.expected(j, rank_, n_, l_.callCount, root_) : Expected::unchanged();
+    const size_t from = inPlace_ ? l_.inPlaceRecvOffset : 0;  // receive element of output element 0
+    return j >= from && j < l_.recvElems ? spec_.expected(j - from, rank_, n_, l_.callCount, root_)
+                                         : Expected::unchanged();
   }
 
   // In place, receive elements [offset, offset + sendElems) are this rank's send data.
@@ -333,7 +335,7 @@ class RankRunner {
   // compressor so that the timed calls' residuals do not enter; every result element whose mean over the K calls
   // is off the true (double, rank-order) result by more than the codec's bound counts as wrong, and every element
   // does when the ranks' results differ (allreduce and allgather decode the same bytes everywhere).
-  long long verifyCompressed(const void* send, void* recv, const Layout& l, ternRedOp_t op, bool inPlace) {
+  long long verifyCompressed(const void* send, void* recv, void* out, const Layout& l, ternRedOp_t op, bool inPlace) {
     namespace cc = compressed_check;
     const cc::Codec codec = cc::parseCodec(o_.compress);
     const std::string name = spec_.name;
@@ -387,9 +389,9 @@ class RankRunner {
       if (k == 0 || inPlace) {  // in place, the previous call overwrote the input
         for (size_t j = 0; j < inputElems; ++j) ref::store(in, j, o_.dtype, input(rank_, j));
       }
-      PERF_CHECK(runCompressed(send, recv, per, op, c), comm_);
+      PERF_CHECK(runCompressed(send, out, per, op, c), comm_);
       for (size_t j = 0; j < outputElems; ++j) {
-        const double v = ref::load(recv, j, o_.dtype);
+        const double v = ref::load(out, j, o_.dtype);
         mean[j] += v;
         uint64_t bits;
         std::memcpy(&bits, &v, sizeof(bits));
@@ -428,6 +430,7 @@ class RankRunner {
     recvBuf_.ensure((l.recvElems + guard) * e, o_.registered, o_.bufferOffset);
     void* recv = recvBuf_.get();
     const void* send = inPlace ? static_cast<char*>(recv) + l.inPlaceSendOffset * e : sendBuf_.get();
+    void* out = inPlace ? static_cast<char*>(recv) + l.inPlaceRecvOffset * e : recv;  // the call's output
     Measured m;
     fillForTiming(sendBuf_.get(), recv, l, op, inPlace);
     // -Z: the collective runs through the compressed API with one compressor (error-feedback state) for the size,
@@ -436,8 +439,8 @@ class RankRunner {
     const bool compressed = compressedForm(op) && l.callCount > 0;  // a compressor holds at least one element
     ternCompressor_t timedCompressor = compressed ? newCompressor(l) : nullptr;
     auto runOnce = [&] {
-      return compressed ? runCompressed(send, recv, l.callCount, op, timedCompressor)
-                        : spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_);
+      return compressed ? runCompressed(send, out, l.callCount, op, timedCompressor)
+                        : spec_.run(send, out, l.callCount, o_.dtype, op, o_.root, comm_);
     };
     for (int i = 0; i < o_.warmup; ++i) PERF_CHECK(runOnce(), comm_);
     PERF_CHECK(ternBarrier(comm_), comm_);
@@ -479,12 +482,12 @@ class RankRunner {
     m.busbw = m.algbw * spec_.busFactor(n_);
     if (timedCompressor != nullptr) ternCompressorDestroy(timedCompressor);
     if (o_.check && compressed) {
-      m.wrong =
-          static_cast<long long>(combine(static_cast<double>(verifyCompressed(send, recv, l, op, inPlace)), ternSum));
+      m.wrong = static_cast<long long>(
+          combine(static_cast<double>(verifyCompressed(send, recv, out, l, op, inPlace)), ternSum));
     } else if (o_.check) {
       UncompressedCheck check(spec_, o_.dtype, op, n_, rank_, o_.root, l, inPlace);
       check.prepare(sendBuf_.get(), recv);
-      PERF_CHECK(spec_.run(send, recv, l.callCount, o_.dtype, op, o_.root, comm_), comm_);
+      PERF_CHECK(spec_.run(send, out, l.callCount, o_.dtype, op, o_.root, comm_), comm_);
       const long long mine = check.countWrong(sendBuf_.get(), recv);
       m.wrong = static_cast<long long>(combine(static_cast<double>(mine), ternSum));
     } else {

@@ -14,6 +14,10 @@ struct Layout {
   size_t recvElems;          // elements in the receive buffer
   size_t callCount;          // the count argument passed to the collective
   size_t inPlaceSendOffset;  // elements into the receive buffer where the in-place send data lives
+  // Elements into the receive buffer where the in-place call's output starts: a reduce-scatter writes its block
+  // inside its input (nccl-tests: recvbuff = sendbuff + rank * recvcount); every other collective's output is the
+  // whole receive buffer.
+  size_t inPlaceRecvOffset = 0;
 };
 
 // What element j of a rank's receive buffer must hold after the collective (the -c 1 check). Every rank's send
@@ -46,7 +50,8 @@ struct CollectiveSpec {
   size_t (*roundCount)(size_t count, int nranks);
   ternResult_t (*run)(const void* send, void* recv, size_t callCount, ternDataType_t dt, ternRedOp_t op, int root,
                       ternComm_t comm);
-  // What receive element j (j < Layout::recvElems) must hold on `rank`, as the API documents the collective.
+  // What output element j must hold on `rank`, as the API documents the collective: receive element j, or in place
+  // receive element Layout::inPlaceRecvOffset + j.
   Expected (*expected)(size_t j, int rank, int nranks, size_t callCount, int root);
 };
 
