@@ -159,7 +159,8 @@ ternResult_t ternMemFree(void* ptr);
 
 /* ---------------------------------------------------------------------------------------------------------------
  * Collectives. Buffers are host memory. count is in elements. In-place is sendbuff == recvbuff (for AllGather:
- * sendbuff == recvbuff + rank*count; for ReduceScatter: sendbuff + rank*recvcount == recvbuff also counts).
+ * sendbuff == recvbuff + rank*count; for ReduceScatter: sendbuff + rank*recvcount == recvbuff, NCCL's form, also
+ * counts; recvbuff == sendbuff, MPI_IN_PLACE's layout, costs a copy of the result through private scratch).
  * Every collective has an Async form that returns immediately with a request; complete it with ternWait/ternTest.
  * The buffers must stay valid and untouched until then.
  * ------------------------------------------------------------------------------------------------------------- */

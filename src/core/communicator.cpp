@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -769,7 +770,44 @@ void Communicator::runCompressed(Operation& op) {
   executeSchedule(*schedule, buffersOf(op, *schedule), ctx);
 }
 
+namespace {
+
+// tern.h takes recvbuff == sendbuff as an in-place reduce-scatter too (MPI_IN_PLACE's layout: the result at the start
+// of the buffer), besides NCCL's recvbuff = sendbuff + rank * recvcount. Every algorithm reads peers' blocks of an
+// input while writing this rank's block, so only NCCL's form (the output over this rank's own block) is safe to run
+// in place; an output anywhere else inside the input would overwrite a block before a peer has read it.
+bool reduceScatterOverAPeersBlock(const Operation& op, int rank, int nranks) {
+  if (op.args.coll != Collective::kReduceScatter || op.args.count == 0) return false;
+  const size_t block = op.args.count * dataTypeSize(op.args.dtype);
+  const char* in = static_cast<const char*>(op.input);
+  const char* out = static_cast<const char*>(op.output);
+  const bool overlaps = out < in + block * static_cast<size_t>(nranks) && in < out + block;
+  return overlaps && out != in + block * static_cast<size_t>(rank);
+}
+
+}  // namespace
+
+void Communicator::runReduceScatterViaScratch(Operation& op) {
+  const size_t bytes = op.args.count * dataTypeSize(op.args.dtype);
+  std::unique_ptr<char[]> scratch(new char[bytes]);
+  void* const user = op.output;
+  if (op.feedbackKey == nullptr) op.feedbackKey = user;  // implicit compression's error feedback stays with it
+  op.output = scratch.get();
+  try {
+    runCollective(op);
+  } catch (...) {
+    op.output = user;
+    throw;
+  }
+  op.output = user;
+  std::memcpy(user, scratch.get(), bytes);
+}
+
 void Communicator::runCollective(Operation& op) {
+  if (reduceScatterOverAPeersBlock(op, rank_, nranks_)) {
+    runReduceScatterViaScratch(op);
+    return;
+  }
   if (op.compressor == nullptr && op.implicitCompression)
     op.compressor =
         implicitCompressor(op.args, op.feedbackKey != nullptr ? const_cast<void*>(op.feedbackKey) : op.output);

@@ -156,6 +156,9 @@ class Communicator {
   Outcome failCall(ternResult_t code, const std::string& message);
   void waitForGate(Operation& op);
   void runCollective(Operation& op);
+  // A reduce-scatter whose output lies over another rank's block of its input (tern.h's recvbuff == sendbuff form):
+  // run into scratch, then moved into place.
+  void runReduceScatterViaScratch(Operation& op);
   // A one-rank AlltoAllv: its one block, copied (counts that differ are refused, as on more ranks).
   void runSelfAlltoAllv(const Operation& op) const;
   void runPointToPoint(Operation& op);

@@ -394,7 +394,10 @@ inline void reduceScatter(ternComm_t comm, const Combo& c) {
   const size_t es = tern::ref::elementSize(c.type);
   Buffer in = noise(c.count * nranks, c, c.seed), out = noise(c.count, c, ~c.seed);
   fillInputs(in.data(), 0, c.count * nranks, c, rank, 0);
-  char* dst = c.inPlace ? in.data() + rank * c.count * es : out.data();
+  // tern.h takes two forms as in place: NCCL's recvbuff = sendbuff + rank*recvcount, and recvbuff == sendbuff
+  // (every rank's output over block 0 of its input); the seed picks one per combination.
+  const bool atOwnBlock = (c.seed >> 7 & 1) == 0;
+  char* dst = !c.inPlace ? out.data() : atOwnBlock ? in.data() + rank * c.count * es : in.data();
   OK(viaDevice(ternReduceScatter, ternReduceScatterOnStream, in.data(), dst, c.count, c.type, c.op, comm), comm);
   expectElements(dst, 0, reference(c, c.count, rank * c.count).data(), c.count, c.type, "reduce-scatter", c);
 }

@@ -210,12 +210,7 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op, const ShmPlan
   // Whether CMA is offered depends on this rank's buffers; whether the call is one the learner counts, on the
   // arguments alone (every rank counts the same calls).
   const bool cmaSize = cmaSizeAdmits(a, plan);
-  // Reduce-scatter's CMA form runs out of place only: in place it returned wrong blocks on 4 and 5 ranks (not
-  // understood yet; 2 and 3 ranks were right), so in place it keeps the staged pipeline.
-  const char* const inBegin = static_cast<const char*>(op.input);
-  const bool inPlaceScatter = a.coll == Collective::kReduceScatter && static_cast<const char*>(op.output) >= inBegin &&
-                              static_cast<const char*>(op.output) < inBegin + inBytes;
-  bool cmaOffer = cmaSize && c.inStaged && c.outStaged && !inPlaceScatter;
+  bool cmaOffer = cmaSize && c.inStaged && c.outStaged;
   learnsCma_ = cmaSize && !plan.forced && CmaLearner::learns(a.coll);
   learnBytes_ = inBytes;
   if (learnsCma_) learnStart_ = std::chrono::steady_clock::now();
@@ -369,8 +364,7 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
   if (plan.algo == ShmAlgorithm::kCma && !c.cma) {
     throwError(ternInvalidUsage,
                "rank %d: TERN_ALGO=shm_cma cannot run this %s: it needs every rank in its own process, allowed to "
-               "read its peers by CMA (ptrace scope), with ordinary (not ternMemAlloc) buffers of at most %zu bytes "
-               "(reduce-scatter: out of place)",
+               "read its peers by CMA (ptrace scope), with ordinary (not ternMemAlloc) buffers of at most %zu bytes",
                c.rank, c.what, kCmaMaxBytes);
   }
   if (plan.algo == ShmAlgorithm::kMapped && !c.allMapped) {
