@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Cold calls: does a short run, the kind a user types, report what a long warmed-up run reports? Runs tern's
-# all_reduce_perf twice per round, once short (-n 10 -w 1 by default) and once long (-n 100 -w 20), alternating which
-# goes first, REPEATS rounds, and compares the median out-of-place time per size. One-time costs (huge-page collapse,
-# first-touch faults, schedule building, the network model's first calls) show up as a short run slower than the
-# long one. Target (issue 18): every size within 15%.
+# Cold calls: does a short run, the kind a user types, report what a long warmed-up run reports? Runs one of tern's
+# perf binaries (all_reduce_perf unless PERF names another) twice per round, once short (-n 10 -w 1 by default) and
+# once long (-n 100 -w 20), alternating which goes first, REPEATS rounds, and compares the median out-of-place time
+# per size. One-time costs (huge-page collapse, first-touch faults, schedule building, the network model's first
+# calls, the shared-memory CMA learner's checks) show up as a short run slower than the long one. Target
+# (issue 18): every size within 15%.
 #
 #   perf/cold_calls.sh [BUILD_DIR=build]
 #
-# Environment (defaults in brackets): MINBYTES [8] MAXBYTES [256M] STEPFACTOR [4] REPEATS [3] NP [2]
+# Environment (defaults in brackets): PERF [all_reduce_perf] MINBYTES [8] MAXBYTES [256M] STEPFACTOR [4]
+#   REPEATS [3] NP [2]
 #   SHORT ["-n 10 -w 1"] LONG ["-n 100 -w 20"] TERN_RUN_ARGS (extra tern-run arguments, e.g. "-x TERN_SHM_DISABLE=1"
 #   for TCP) TOLERANCE [0.15] RESULTS_DIR [BUILD_DIR/perf-compare/cold-calls-DATE]
 # A benchmark, not a test: exit code 0 whatever the ratios, non-zero only when a run failed.
@@ -18,6 +20,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/compare/common.sh"
 
 build=$(cmp_resolve_build "${1:-build}")
+PERF=${PERF:-all_reduce_perf}
 MINBYTES=${MINBYTES:-8} MAXBYTES=${MAXBYTES:-256M} STEPFACTOR=${STEPFACTOR:-4} REPEATS=${REPEATS:-3} NP=${NP:-2}
 SHORT=${SHORT:--n 10 -w 1} LONG=${LONG:--n 100 -w 20} TOLERANCE=${TOLERANCE:-0.15}
 CMP_TIMEOUT=${CMP_TIMEOUT:-900}
@@ -29,7 +32,7 @@ read -r -a long_args <<<"$LONG"
 
 run() {  # run short|long
   local -n args=${1}_args
-  cmp_run "$results/$1.log" "$build/bin/tern-run" -n "$NP" "${run_args[@]}" -- "$build/bin/all_reduce_perf" \
+  cmp_run "$results/$1.log" "$build/bin/tern-run" -n "$NP" "${run_args[@]}" -- "$build/bin/$PERF" \
     -b "$(cmp_bytes "$MINBYTES")" -e "$(cmp_bytes "$MAXBYTES")" -f "$STEPFACTOR" "${args[@]}" >/dev/null
 }
 
@@ -43,7 +46,7 @@ for ((r = 0; r < REPEATS; r++)); do
 done
 for kind in short long; do cmp_parse_nccl out <"$results/$kind.log" >"$results/$kind.rows"; done
 {
-  echo "# ===== cold calls: all_reduce_perf '$SHORT' against '$LONG', $NP ranks ${TERN_RUN_ARGS:-}, medians of $REPEATS"
+  echo "# ===== cold calls: $PERF '$SHORT' against '$LONG', $NP ranks ${TERN_RUN_ARGS:-}, medians of $REPEATS"
   echo "# ratio = long median time / short median time: >= $(awk -v t="$TOLERANCE" 'BEGIN { printf "%.2f", 1 / (1 + t) }')x" \
     "means the short run is within $(awk -v t="$TOLERANCE" 'BEGIN { printf "%d", t * 100 }')% of the long one"
   cmp_report "$results/short.rows" "$results/long.rows" short long \

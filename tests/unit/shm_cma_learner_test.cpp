@@ -29,6 +29,7 @@ bool call(CmaLearner& l, Collective c, size_t bytes, double cmaUs, double staged
 TEST(CmaLearner, QuickTrialRunsTheMirroredScheduleThenKeepsTheFasterForm) {
   CmaLearner l(true);
   std::vector<bool> ran;
+  ran.reserve(64);
   for (int i = 0; i < 10; ++i) ran.push_back(call(l, Collective::kAllReduce, 2 * kMiB, 900, 300));
   const std::vector<bool> expected = {true, true, false, false, false, true, true, false, false, false};
   EXPECT_EQ(ran, expected);
@@ -91,6 +92,7 @@ TEST(CmaLearner, AProvisionalVerdictIsConfirmedByTheOtherForm) {
   for (int i = 0; i < 8; ++i) call(l, Collective::kAllReduce, kMiB, 900, 300);  // decided: avoid
   // A larger band inherits "avoid", but there CMA is faster: the confirming call finds it and switches.
   std::vector<bool> ran;
+  ran.reserve(64);
   for (int i = 0; i < CmaLearner::kConfirmCall + 4; ++i)
     ran.push_back(call(l, Collective::kAllReduce, 4 * kMiB, 100, 300));
   for (int i = 0; i < CmaLearner::kConfirmCall; ++i) EXPECT_FALSE(ran[i]) << i;
@@ -102,19 +104,56 @@ TEST(CmaLearner, AProvisionalVerdictIsConfirmedByTheOtherForm) {
   EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB), Verdict::kAvoid) << "the first band keeps its own verdict";
 }
 
-TEST(CmaLearner, SlowKernelCopiesStartEveryBandAvoidedAndOnlyTheConfirmingCallTriesCma) {
+TEST(CmaLearner, SlowKernelCopiesStartEveryBandAvoidedAndSmallBandsFirstCheckAtTheConfirmingCall) {
   CmaLearner l(true, /*startAvoided=*/true);
   EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kAvoid);
   EXPECT_EQ(l.verdict(Collective::kAlltoAllv, kMiB), Verdict::kAvoid) << "alltoallv starts from the host's prior too";
+  constexpr size_t kSmall = CmaLearner::kEarlyCheckMinBytes / 4;
   std::vector<bool> ran;
-  for (int i = 0; i < CmaLearner::kConfirmCall + 5; ++i) ran.push_back(call(l, Collective::kAllReduce, kMiB, 900, 300));
+  ran.reserve(64);
+  for (int i = 0; i < CmaLearner::kConfirmCall + 5; ++i)
+    ran.push_back(call(l, Collective::kAllReduce, kSmall, 900, 300));
   for (int i = 0; i < CmaLearner::kConfirmCall; ++i) EXPECT_FALSE(ran[i]) << "no trial on call " << i;
   for (int k = 0; k < CmaLearner::kCheckCalls; ++k) EXPECT_TRUE(ran[CmaLearner::kConfirmCall + k]) << k;
   EXPECT_FALSE(ran[CmaLearner::kConfirmCall + 3]) << "staging stays faster";
   EXPECT_FALSE(ran[CmaLearner::kConfirmCall + 4]);
   // Where CMA turns out faster after all, the check finds it.
-  for (int i = 0; i <= CmaLearner::kConfirmCall + 3; ++i) call(l, Collective::kBroadcast, 64 * kMiB, 100, 300);
-  EXPECT_EQ(l.verdict(Collective::kBroadcast, 64 * kMiB), Verdict::kUse);
+  for (int i = 0; i <= CmaLearner::kConfirmCall + 3; ++i) call(l, Collective::kBroadcast, kSmall, 100, 300);
+  EXPECT_EQ(l.verdict(Collective::kBroadcast, kSmall), Verdict::kUse);
+}
+
+// The setup probe's verdict is least reliable for mid-size calls that only move data (it compares copies in one
+// core's cache): there a band on the prior alone is checked from kEarlyCheckCall, so that a short run gets CMA where
+// it pays.
+TEST(CmaLearner, MidSizeBandsOnThePriorAreCheckedEarly) {
+  CmaLearner l(true, /*startAvoided=*/true);
+  constexpr int kEarly = CmaLearner::kEarlyCheckCall;
+  std::vector<bool> ran;
+  ran.reserve(64);
+  for (int i = 0; i < 12; ++i) ran.push_back(call(l, Collective::kAllGather, kMiB, 100, 300));
+  for (int i = 0; i < kEarly; ++i) EXPECT_FALSE(ran[i]) << i;
+  for (int i = kEarly; i < 12; ++i) EXPECT_TRUE(ran[i]) << "CMA from the early check on, call " << i;
+  EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kUse);
+  // A band decided by a check carries to its neighbours: no check of their own until kConfirmCall.
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(call(l, Collective::kAllGather, 4 * kMiB, 900, 300)) << i;
+  // Where staging is faster, the early check costs kCheckCalls calls and the band stays avoided.
+  ran.clear();
+  for (int i = 0; i < 12; ++i) ran.push_back(call(l, Collective::kBroadcast, kMiB, 900, 300));
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(ran[i], i >= kEarly && i < kEarly + CmaLearner::kCheckCalls) << i;
+  EXPECT_EQ(l.verdict(Collective::kBroadcast, kMiB), Verdict::kAvoid);
+  // A small band still on the prior does not carry: the mid-size band next to it is checked early all the same.
+  constexpr size_t kMid = CmaLearner::kEarlyCheckMinBytes;
+  for (int i = 0; i < 4; ++i) EXPECT_FALSE(call(l, Collective::kAlltoAll, kMid / 2, 100, 300)) << i;
+  ran.clear();
+  for (int i = 0; i < 8; ++i) ran.push_back(call(l, Collective::kAlltoAll, kMid, 100, 300));
+  EXPECT_FALSE(ran[0]);
+  EXPECT_TRUE(ran[kEarly]);
+  EXPECT_TRUE(ran[7]);
+  // Reductions keep the prior until kConfirmCall at every size.
+  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter}) {
+    for (int i = 0; i < CmaLearner::kConfirmCall; ++i) EXPECT_FALSE(call(l, c, kMiB, 100, 300)) << i;
+    EXPECT_TRUE(call(l, c, kMiB, 100, 300));
+  }
 }
 
 TEST(CmaLearner, ACheckDoesNotCountItsSwitchCall) {
@@ -160,17 +199,18 @@ TEST(CmaLearner, OffLearnsNothingAndAlwaysOffers) {
 // check kCheckCalls calls of the other form, and the band follows what the check finds.
 TEST(CmaLearner, TheVerdictIsCheckedAgainWhileTheJobRuns) {
   CmaLearner l(true, /*startAvoided=*/true);
+  constexpr size_t kBytes = CmaLearner::kEarlyCheckMinBytes / 2;  // a band whose first check is kConfirmCall's
   std::vector<bool> ran;
   double cmaUs = 100, stagedUs = 300;  // CMA pays at first
   for (int i = 0; i < 5000; ++i) {
     if (i == 200 || i == 2100) std::swap(cmaUs, stagedUs);  // staging pays from call 200, CMA again from 2100
-    ran.push_back(call(l, Collective::kAllGather, kMiB, cmaUs, stagedUs));
+    ran.push_back(call(l, Collective::kAllGather, kBytes, cmaUs, stagedUs));
     if (i == 40) {
-      EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kUse) << "switched at the check at 32";
+      EXPECT_EQ(l.verdict(Collective::kAllGather, kBytes), Verdict::kUse) << "switched at the check at 32";
     } else if (i == 300) {
-      EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kAvoid) << "switched back at 256";
+      EXPECT_EQ(l.verdict(Collective::kAllGather, kBytes), Verdict::kAvoid) << "switched back at 256";
     } else if (i == 3100) {
-      EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kUse) << "switched again at 3072";
+      EXPECT_EQ(l.verdict(Collective::kAllGather, kBytes), Verdict::kUse) << "switched again at 3072";
     }
   }
   // A check that finds the verdict right is kCheckCalls calls of the other form; one that finds it wrong switches

@@ -12,6 +12,10 @@ bool CmaLearner::learns(Collective coll) {
          coll == Collective::kReduceScatter || coll == Collective::kAlltoAll || coll == Collective::kAlltoAllv;
 }
 
+bool CmaLearner::reduces(Collective coll) {
+  return coll == Collective::kAllReduce || coll == Collective::kReduceScatter;
+}
+
 int CmaLearner::bandIndex(size_t inBytes) {
   if (inBytes == 0) return 0;
   return static_cast<int>(std::bit_width(inBytes)) - 1;
@@ -37,15 +41,17 @@ const CmaLearner::Band* CmaLearner::bandOf(Collective coll, size_t inBytes) cons
   return const_cast<CmaLearner*>(this)->bandOf(coll, inBytes);
 }
 
-CmaLearner::Verdict CmaLearner::neighbourVerdict(Collective coll, int band) const {
+CmaLearner::Verdict CmaLearner::neighbourVerdict(Collective coll, int band, bool* fromPrior) const {
+  if (fromPrior != nullptr) *fromPrior = false;
   // The nearest band with a verdict of its own; of two at the same distance, the smaller.
   for (int d = 1; d <= kNeighbourBands; ++d) {
     for (int other : {band - d, band + d}) {
       if (other < 0 || other >= kBands) continue;
-      const Verdict v = bands_[static_cast<size_t>(coll) * kBands + static_cast<size_t>(other)].agreed;
-      if (v != Verdict::kUnknown) return v;
+      const Band& o = bands_[static_cast<size_t>(coll) * kBands + static_cast<size_t>(other)];
+      if (o.agreed != Verdict::kUnknown && !o.onPrior) return o.agreed;
     }
   }
+  if (fromPrior != nullptr) *fromPrior = startAvoided_;
   return startAvoided_ ? Verdict::kAvoid : Verdict::kUnknown;
 }
 
@@ -98,7 +104,12 @@ bool CmaLearner::offered(uint64_t offers, size_t inBytes) { return ((offers >> b
 std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, double seconds) {
   Band* b = bandOf(coll, inBytes);
   if (b == nullptr) return "";
-  b->agreed = startingVerdict(coll, *b, bandIndex(inBytes));
+  if (b->calls == 0 && b->agreed == Verdict::kUnknown) {
+    bool fromPrior = false;
+    b->agreed = neighbourVerdict(coll, bandIndex(inBytes), &fromPrior);
+    b->onPrior = fromPrior;
+    if (fromPrior && inBytes >= kEarlyCheckMinBytes && !reduces(coll)) b->checkAt = kEarlyCheckCall;
+  }
   // Alltoallv's sizes vary from call to call within a band (a router's choices): its calls compare as times per MiB.
   if (coll == Collective::kAlltoAllv && inBytes > 0)
     seconds *= static_cast<double>(size_t{1} << 20) / static_cast<double>(inBytes);
@@ -143,6 +154,7 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
   // this one switched (a few calls' times decided it).
   const Verdict was = b->agreed;
   b->agreed = outcome;
+  b->onPrior = false;
   b->checkAt = outcome != was ? i + kRecheckAfterSwitch : nextScheduledCheck(i);
   if (b->confirmed && outcome == was) return "";
   b->confirmed = true;

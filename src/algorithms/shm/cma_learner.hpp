@@ -6,12 +6,20 @@
 // 2-4x slower at every size. No constant is right for both, so each communicator measures.
 //
 // How: where some rank of the host measured its kernel copies well under memcpy's rate at setup
-// (Mesh::kernelCopiesSlow), every band starts avoided, as if decided, and only the confirming calls below try CMA;
-// a short run then pays no trial. Otherwise per collective and size band (a power of two of input bytes per rank;
-// for alltoallv, whose sizes differ from rank to rank, of the mean over the ranks, which every rank knows only once
-// it has read every rank's table: each rank then offers for every band the call may fall in, offers(), and the call
-// takes the band's bit; its calls compare by time per MiB, since a band holds calls of different sizes), in three
-// steps, every decision taken alike on every rank:
+// (Mesh::kernelCopiesSlow), every band starts avoided, and only the checks below try CMA. The collectives that only
+// move data (allgather, broadcast, alltoall(v)) have their first check early (kEarlyCheckCall) in bands of at least
+// kEarlyCheckMinBytes per rank, where a kernel copy's fixed cost (a system call, pinning pages) is small against the
+// copy itself: the setup probe compares copies within one core's cache, where memcpy is at its best, while the staged
+// forms' second copy reads lines another core wrote, so on a VM whose vCPUs share no cache the CMA forms can win
+// those calls despite the probe, and a short run should get that gain. A reduction's staged form has no such extra
+// copy to save (its second pass is the reduction, which reads the peer's lines in either form), so there the prior
+// holds until kConfirmCall, as it does in smaller bands, where the fixed cost decides and a short run pays no trial.
+// A sweep of sizes pays the early check once per kNeighbourBands (a band decided by a check carries to its
+// neighbours; one still on the prior alone does not). Otherwise per collective and size band (a power of two of input
+// bytes per rank; for alltoallv, whose sizes differ from rank to rank, of the mean over the ranks, which every rank
+// knows only once it has read every rank's table: each rank then offers for every band the call may fall in,
+// offers(), and the call takes the band's bit; its calls compare by time per MiB, since a band holds calls of
+// different sizes), in three steps, every decision taken alike on every rank:
 //   - A band with a decided band of the same collective within kNeighbourBands starts from that band's verdict (a
 //     sweep of sizes pays the trial once). Otherwise its calls run CMA, CMA, staged, staged, staged, CMA, CMA, and
 //     each rank votes for the form whose two counted calls took less time together. Not counted: the first (cold)
@@ -49,8 +57,10 @@ namespace tern::shm {
 class CmaLearner {
  public:
   enum class Verdict { kUnknown, kUse, kAvoid };
-  static constexpr int kNeighbourBands = 4;      // a verdict carries to bands up to 16x larger or smaller
-  static constexpr int kConfirmCall = 32;        // the band's first call of a check (a power of two)
+  static constexpr int kNeighbourBands = 4;  // a verdict carries to bands up to 16x larger or smaller
+  static constexpr int kConfirmCall = 32;    // the band's first call of a check (a power of two)
+  static constexpr int kEarlyCheckCall = 2;  // the first check of a band on the host's prior alone
+  static constexpr size_t kEarlyCheckMinBytes = size_t{128} << 10;  // the smallest band checked that early
   static constexpr int kReconfirmEvery = 1024;   // the longest interval between two such calls (a power of two)
   static constexpr int kRecheckAfterSwitch = 8;  // calls from a check that switched the verdict to the next check
   static constexpr int kCheckCalls = 3;          // calls of the other form in a check (the last one counted)
@@ -67,6 +77,8 @@ class CmaLearner {
   // Whether the learner decides for calls of coll at all: allreduce, allgather, broadcast, reduce-scatter and
   // alltoall, whose sizes every rank knows alike, and alltoallv by its mean size over the ranks.
   static bool learns(Collective coll);
+  // Whether coll reduces (allreduce, reduce-scatter): no early check on the host's prior (see above).
+  static bool reduces(Collective coll);
 
   // Whether this rank offers the CMA form for an eligible call (one the size rules give to CMA) of coll with inBytes
   // input bytes per rank; record() after every eligible call, in call order.
@@ -100,6 +112,7 @@ class CmaLearner {
     bool vote = true;                          // this rank's vote, offered on the call after a trial
     Verdict agreed = Verdict::kUnknown;
     bool confirmed = false;           // a confirming call has decided the band at least once
+    bool onPrior = false;             // agreed is the host's prior alone (no check yet): not carried to neighbours
     uint64_t checkAt = kConfirmCall;  // the call that starts the next check (kCheckCalls of the other form)
   };
   static int bandIndex(size_t inBytes);
@@ -107,8 +120,9 @@ class CmaLearner {
   static std::string bandName(Collective coll, size_t inBytes);
   Band* bandOf(Collective coll, size_t inBytes);
   const Band* bandOf(Collective coll, size_t inBytes) const;
-  // The nearest decided band's verdict within kNeighbourBands, else the host's prior (kAvoid or kUnknown).
-  Verdict neighbourVerdict(Collective coll, int band) const;
+  // The nearest decided band's verdict within kNeighbourBands (a band on the prior alone does not count), else the
+  // host's prior (kAvoid or kUnknown); *fromPrior says which.
+  Verdict neighbourVerdict(Collective coll, int band, bool* fromPrior = nullptr) const;
   // A band's verdict as its next call starts: a band's first call takes its neighbour's.
   Verdict startingVerdict(Collective coll, const Band& b, int band) const;
   // Whether the band's next call is one where each rank offers its own vote (after the trial, after a check).
