@@ -150,7 +150,7 @@ TEST(CmaLearner, MidSizeBandsOnThePriorAreCheckedEarly) {
   EXPECT_TRUE(ran[kEarly]);
   EXPECT_TRUE(ran[7]);
   // Reductions keep the prior until kConfirmCall at every size.
-  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter}) {
+  for (Collective c : {Collective::kAllReduce, Collective::kReduce, Collective::kReduceScatter}) {
     for (int i = 0; i < CmaLearner::kConfirmCall; ++i) EXPECT_FALSE(call(l, c, kMiB, 100, 300)) << i;
     EXPECT_TRUE(call(l, c, kMiB, 100, 300));
   }
@@ -191,7 +191,8 @@ TEST(CmaLearner, OffLearnsNothingAndAlwaysOffers) {
   for (int i = 0; i < 50; ++i) EXPECT_TRUE(call(l, Collective::kAllReduce, kMiB, 900, 300));
   EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB), Verdict::kUnknown);
   EXPECT_TRUE(CmaLearner::learns(Collective::kAlltoAllv));
-  EXPECT_FALSE(CmaLearner::learns(Collective::kReduce));
+  EXPECT_TRUE(CmaLearner::learns(Collective::kReduce));
+  EXPECT_FALSE(CmaLearner::learns(Collective::kBarrier));
 }
 
 // Which form pays can change under a running job (a VM's vCPUs moved to cores that share no cache make staging

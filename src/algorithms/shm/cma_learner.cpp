@@ -9,11 +9,12 @@ namespace tern::shm {
 
 bool CmaLearner::learns(Collective coll) {
   return coll == Collective::kAllReduce || coll == Collective::kAllGather || coll == Collective::kBroadcast ||
-         coll == Collective::kReduceScatter || coll == Collective::kAlltoAll || coll == Collective::kAlltoAllv;
+         coll == Collective::kReduce || coll == Collective::kReduceScatter || coll == Collective::kAlltoAll ||
+         coll == Collective::kAlltoAllv;
 }
 
 bool CmaLearner::reduces(Collective coll) {
-  return coll == Collective::kAllReduce || coll == Collective::kReduceScatter;
+  return coll == Collective::kAllReduce || coll == Collective::kReduce || coll == Collective::kReduceScatter;
 }
 
 int CmaLearner::bandIndex(size_t inBytes) {

@@ -74,10 +74,10 @@ class CmaLearner {
   // slow on this host; the same value on every rank).
   explicit CmaLearner(bool enabled, bool startAvoided = false) : enabled_(enabled), startAvoided_(startAvoided) {}
 
-  // Whether the learner decides for calls of coll at all: allreduce, allgather, broadcast, reduce-scatter and
-  // alltoall, whose sizes every rank knows alike, and alltoallv by its mean size over the ranks.
+  // Whether the learner decides for calls of coll at all: allreduce, allgather, broadcast, reduce, reduce-scatter
+  // and alltoall, whose sizes every rank knows alike, and alltoallv by its mean size over the ranks.
   static bool learns(Collective coll);
-  // Whether coll reduces (allreduce, reduce-scatter): no early check on the host's prior (see above).
+  // Whether coll reduces (allreduce, reduce, reduce-scatter): no early check on the host's prior (see above).
   static bool reduces(Collective coll);
 
   // Whether this rank offers the CMA form for an eligible call (one the size rules give to CMA) of coll with inBytes

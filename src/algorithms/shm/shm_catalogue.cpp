@@ -107,9 +107,6 @@ size_t shmSmallLimit(Collective c, int nranks) {
 }
 
 size_t shmCmaMinBytes(Collective c, int nranks) {
-  // Reduce's CMA form runs when forced (TERN_ALGO=reduce:shm_cma) only: measured against its staged pipeline, level
-  // at 256 KB-4 MB on 2 ranks and slower at 16 MB on 4, so the default keeps the pipeline.
-  if (c == Collective::kReduce) return SIZE_MAX;
   const bool gathers = c == Collective::kAllGather || c == Collective::kBroadcast;
   if (nranks <= 2) return gathers ? kCmaGatherMinBytes : kCmaAllReduceMinBytes;
   return gathers ? shmSmallLimit(c, nranks) + 1 : 4 * kCmaAllReduceMinBytes;
