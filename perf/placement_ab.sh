@@ -4,7 +4,7 @@
 # hundred), and which shared-memory form pays flips with it (staging's copies cross cores twice, a kernel copy once),
 # so an A/B that ignores the placement compares noise. Each round probes the placement (placement_probe), then runs
 # every configuration once in a rotating order; the report groups the rounds by placement and gives, per
-# configuration and size, the range of the out-of-place times.
+# configuration and size, the range of the times (out of place, or in place with PLACE=in).
 #
 #   perf/placement_ab.sh [BUILD_DIR=build]
 #   # reduce: the default (learned) against forced CMA and forced staging
@@ -12,7 +12,8 @@
 #
 # Environment (defaults in brackets): PERF [all_reduce_perf] CONFIGS ["default TERN_ALGO=^shm_cma"] (each a
 #   NAME=VALUE set for every rank, or "default" for none) ARGS ["-b 64K -e 1M -f 16 -n 200 -w 20"] ROUNDS [10]
-#   NP [2] SLOW_NS [200] (round trips at or above it count as the slow placement)
+#   NP [2] SLOW_NS [200] (round trips at or above it count as the slow placement) PLACE [out] (out: the
+#   out-of-place column; in: the in-place one)
 #   RESULTS_DIR [BUILD_DIR/perf-compare/placement-ab-DATE]
 # A benchmark, not a test: exit code 0 whatever the times, non-zero only when a run failed.
 set -uo pipefail
@@ -22,6 +23,10 @@ source "$here/compare/common.sh"
 build=$(cmp_resolve_build "${1:-build}")
 PERF=${PERF:-all_reduce_perf} CONFIGS=${CONFIGS:-default TERN_ALGO=^shm_cma}
 ARGS=${ARGS:--b 64K -e 1M -f 16 -n 200 -w 20} ROUNDS=${ROUNDS:-10} NP=${NP:-2} SLOW_NS=${SLOW_NS:-200}
+PLACE=${PLACE:-out}
+[[ $PLACE == out || $PLACE == in ]] || cmp_die "PLACE must be out or in, not $PLACE"
+column="out-of-place"
+[[ $PLACE == in ]] && column="in-place"
 probe=$build/bin/placement_probe
 [[ -x $probe ]] || cmp_die "$probe not found: build first (make build)"
 results=${RESULTS_DIR:-$build/perf-compare/placement-ab-$(date +%Y%m%d-%H%M%S)}
@@ -45,12 +50,12 @@ for ((r = 0; r < ROUNDS; r++)); do
       failed=1
       continue
     fi
-    cmp_parse_nccl out <"$log" | awk -v p="$place" -v c="$config" -v ns="$ns" '{ print p, ns, c, $1, $3 }' >>"$rows"
+    cmp_parse_nccl "$PLACE" <"$log" | awk -v p="$place" -v c="$config" -v ns="$ns" '{ print p, ns, c, $1, $3 }' >>"$rows"
   done < <(cmp_order "$r" "${configs[@]}")
   echo "## round $((r + 1)) of $ROUNDS: placement $ns ns ($place)"
 done
 {
-  echo "# ===== $PERF $ARGS, $NP ranks: out-of-place time (us), min..max over the rounds in each placement"
+  echo "# ===== $PERF $ARGS, $NP ranks: $column time (us), min..max over the rounds in each placement"
   echo "# placement: slow = cache-line round trip >= $SLOW_NS ns between the first two CPUs"
   awk '
     {

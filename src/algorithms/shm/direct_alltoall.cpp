@@ -138,10 +138,17 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   const bool inlineMine =
       (forced == ShmAlgorithm::kNone ? shmAlltoAllInlineLimit(a, n) >= peerBytes : forced == ShmAlgorithm::kSmall) &&
       peerBytes <= alltoallInlineCapacity(n);
-  // In place, blocks that peers read from this rank's buffer go to private scratch first.
+  // In place, blocks that peers read from this rank's buffer go to private scratch first, except where they can only
+  // be staged in rounds (stagedInPlace): round k stages bytes [k * piece, (k + 1) * piece) of every block before it
+  // overwrites those bytes of the blocks it receives, which in place are the same blocks, so the buffer itself
+  // serves. That holds for an alltoall between processes whose CMA form this rank declines: it then neither offers
+  // CMA nor maps its input, which keeps every rank off the one-pass form, and every rank's blocks are inline or
+  // none are (the same sizes everywhere).
+  const bool stagedInPlace = a.coll == Collective::kAlltoAll && c.in == c.out && !inlineMine && !sameProcess &&
+                             !forms.allowCma && forced != ShmAlgorithm::kCma && forced != ShmAlgorithm::kMapped;
   const char* src = c.in;
   size_t srcBase = 0;  // element offset of src within the caller's input
-  if (!inlineMine && (c.in == c.out || a.inPlace)) {
+  if (!inlineMine && !stagedInPlace && (c.in == c.out || a.inPlace)) {
     size_t lo = SIZE_MAX, hi = 0;
     for (int q = 0; q < n; ++q) {
       if (sendCount(a, q) == 0) continue;
@@ -169,9 +176,9 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   const bool takesWrites = !(inlineMine && (c.in == c.out || a.inPlace));
   // Registered input between processes: peers map it and read their blocks with a plain copy (not when the blocks
   // come from scratch, or inline, or when ranks share an address space anyway).
-  const bool inputMapped = !sameProcess && !inlineMine && src == c.in && forms.registered != nullptr &&
-                           forms.registered->zeroCopyFor(c.in, shmInputBytes(a, n), &header->input) &&
-                           header->input.segId != 0;
+  const bool inputMapped =
+      !sameProcess && !inlineMine && src == c.in && !stagedInPlace && forms.registered != nullptr &&
+      forms.registered->zeroCopyFor(c.in, shmInputBytes(a, n), &header->input) && header->input.segId != 0;
   if (!inputMapped) header->input = BufferRef{};
   header->flags = (inlineMine ? kInline : 0) | (readsAll ? kReadsAll : 0) | (sameProcess ? kSameProcess : 0) |
                   (takesWrites ? kTakesWrites : 0) | (inputMapped ? kInputMapped : 0);
@@ -244,6 +251,10 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   const bool mappedIn = allMappedIn && !allSameProcess && forced != ShmAlgorithm::kCma;
   const bool onePassForm = allSameProcess ? forms.allowMapped : (mappedIn || cmaAgreed);
   bool onePass = !allInline && (allRead || mappedIn) && onePassForm && forced != ShmAlgorithm::kPipelined;
+  if (stagedInPlace && (onePass || std::find(inlined.begin(), inlined.end(), 1) != inlined.end())) {
+    // Peers would read this rank's buffer while it is overwritten, or an inline block would land on one not staged.
+    throwError(ternInternalError, "rank %d: %s in place without scratch chose a form that needs it", me, c.what);
+  }
   if (forced == ShmAlgorithm::kCma && (!onePass || allSameProcess)) {
     cannotRun(c, forced, "it needs every rank in its own process, allowed to read its peers by CMA (ptrace scope)");
   }
