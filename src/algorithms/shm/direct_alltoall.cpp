@@ -17,8 +17,9 @@
 //     waits until every peer has finished with its buffers;
 //   - otherwise the blocks go through the staging slots in rounds, each slot split into one region per receiver.
 // In place, a rank whose blocks are read from its buffer (or staged from it in rounds) copies them to private scratch
-// first, since it overwrites the buffer with what it receives while they are still needed. Its own block is copied
-// before any peer's, so inline blocks need no scratch.
+// first, since it overwrites the buffer with what it receives while they are still needed; except an alltoall that
+// can only be staged in rounds, each of which stages the bytes it then overwrites (stagedInPlace below). Its own
+// block is copied before any peer's, so inline blocks need no scratch.
 //
 // Sizes that disagree between a sender and its receiver are an error on every rank (every rank checks every pair
 // from the tables), not a hang or a short copy.
