@@ -13,7 +13,7 @@
 # Environment (defaults in brackets): PERF [all_reduce_perf] CONFIGS ["default TERN_ALGO=^shm_cma"] (each a
 #   NAME=VALUE set for every rank, or "default" for none) ARGS ["-b 64K -e 1M -f 16 -n 200 -w 20"] ROUNDS [10]
 #   NP [2] SLOW_NS [200] (round trips at or above it count as the slow placement) PLACE [out] (out: the
-#   out-of-place column; in: the in-place one)
+#   out-of-place column; in: the in-place one) PLACEMENT_PROBE [BUILD_DIR/bin/placement_probe]
 #   RESULTS_DIR [BUILD_DIR/perf-compare/placement-ab-DATE]
 # A benchmark, not a test: exit code 0 whatever the times, non-zero only when a run failed.
 set -uo pipefail
@@ -27,8 +27,8 @@ PLACE=${PLACE:-out}
 [[ $PLACE == out || $PLACE == in ]] || cmp_die "PLACE must be out or in, not $PLACE"
 column="out-of-place"
 [[ $PLACE == in ]] && column="in-place"
-probe=$build/bin/placement_probe
-[[ -x $probe ]] || cmp_die "$probe not found: build first (make build)"
+PLACEMENT_PROBE=${PLACEMENT_PROBE:-$build/bin/placement_probe}
+[[ -x $PLACEMENT_PROBE ]] || cmp_die "$PLACEMENT_PROBE not found: build first (make build)"
 results=${RESULTS_DIR:-$build/perf-compare/placement-ab-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$results"
 read -r -a configs <<<"$CONFIGS"
@@ -37,7 +37,7 @@ rows=$results/rows.txt
 : >"$rows"
 failed=0
 for ((r = 0; r < ROUNDS; r++)); do
-  ns=$("$probe" 2>&1 | awk '/cache-line round trip/ { printf "%.0f", $(NF - 1) }')
+  ns=$(cmp_placement "$results/placement.log" | awk '/cache-line round trip/ { printf "%.0f", $(NF - 1) }')
   [[ -n $ns ]] || ns=0
   place=fast
   ((ns >= SLOW_NS)) && place=slow

@@ -77,8 +77,6 @@ class CmaLearner {
   // Whether the learner decides for calls of coll at all: allreduce, allgather, broadcast, reduce, reduce-scatter
   // and alltoall, whose sizes every rank knows alike, and alltoallv by its mean size over the ranks.
   static bool learns(Collective coll);
-  // Whether coll reduces (allreduce, reduce, reduce-scatter): no early check on the host's prior (see above).
-  static bool reduces(Collective coll);
 
   // Whether this rank offers the CMA form for an eligible call (one the size rules give to CMA) of coll with inBytes
   // input bytes per rank; record() after every eligible call, in call order.
@@ -115,6 +113,8 @@ class CmaLearner {
     bool onPrior = false;             // agreed is the host's prior alone (no check yet): not carried to neighbours
     uint64_t checkAt = kConfirmCall;  // the call that starts the next check (kCheckCalls of the other form)
   };
+  // Whether coll reduces (allreduce, reduce, reduce-scatter): no early check on the host's prior (see above).
+  static bool reduces(Collective coll);
   static int bandIndex(size_t inBytes);
   // "allreduce of 1048576+ bytes per rank", "alltoallv": the band, for the log.
   static std::string bandName(Collective coll, size_t inBytes);
