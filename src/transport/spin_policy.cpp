@@ -62,10 +62,12 @@ int usableCpus() {
 // once, where a futex sleep makes every hand-over pay a sleep and a wake-up (the table's 4-rank rows: 22-95 us per
 // barrier without it, 2 us with it). The yield poll is bounded, so a rank that waits for longer (a slow peer, a peer
 // that computes) still sleeps and leaves the CPU to whoever needs it.
+bool ranksOwnCpus(int localRanks) { return localRanks <= usableCpus(); }
+
 SpinPolicy chooseSpinPolicy(int localRanks) {
   SpinPolicy p;
   p.yields = 4;
-  if (localRanks <= usableCpus()) {
+  if (ranksOwnCpus(localRanks)) {
     p.maxSpinNs = kOwnCpuSpinCeilingNs;
     p.minSpinNs = 10000;
   } else {

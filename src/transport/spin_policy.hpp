@@ -51,4 +51,8 @@ class SpinBudget {
 // localRanks: the ranks of this communicator on this host, this one included.
 SpinPolicy chooseSpinPolicy(int localRanks);
 
+// Whether localRanks ranks of this host each have a CPU of their own (the test chooseSpinPolicy makes): where they
+// outnumber the CPUs, ranks that exchange data often share a core and its cache.
+bool ranksOwnCpus(int localRanks);
+
 }  // namespace tern

@@ -21,10 +21,10 @@ namespace {
 
 constexpr const char* kChildMarker = "SHM_CMA_CHECKS_TEST_CHILD";
 constexpr int kSkipExit = 77;
-// 16 KiB of floats: one-phase by default, within the CMA forms' sizes, and in a band whose first check is at
-// kConfirmCall (mid-size bands on the prior are checked earlier, see cma_learner.hpp).
+// 16 KiB of floats: one-phase by default, within the CMA forms' sizes, and in a band that starts avoided where kernel
+// copies measured slow (larger bands of the collectives that only move data may start on CMA, see cma_learner.hpp).
 constexpr size_t kCount = 4096;
-static_assert(kCount * sizeof(float) < shm::CmaLearner::kEarlyCheckMinBytes);
+static_assert(kCount * sizeof(float) < shm::CmaLearner::kMoveOnlyCmaMinBytes);
 
 bool inChild() { return std::getenv(kChildMarker) != nullptr; }
 

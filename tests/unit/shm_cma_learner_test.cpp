@@ -108,7 +108,7 @@ TEST(CmaLearner, SlowKernelCopiesStartEveryBandAvoidedAndSmallBandsFirstCheckAtT
   CmaLearner l(true, /*startAvoided=*/true);
   EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kAvoid);
   EXPECT_EQ(l.verdict(Collective::kAlltoAllv, kMiB), Verdict::kAvoid) << "alltoallv starts from the host's prior too";
-  constexpr size_t kSmall = CmaLearner::kEarlyCheckMinBytes / 4;
+  constexpr size_t kSmall = CmaLearner::kMoveOnlyCmaMinBytes / 4;
   std::vector<bool> ran;
   ran.reserve(64);
   for (int i = 0; i < CmaLearner::kConfirmCall + 5; ++i)
@@ -122,11 +122,44 @@ TEST(CmaLearner, SlowKernelCopiesStartEveryBandAvoidedAndSmallBandsFirstCheckAtT
   EXPECT_EQ(l.verdict(Collective::kBroadcast, kSmall), Verdict::kUse);
 }
 
-// The setup probe's verdict is least reliable for mid-size calls that only move data (it compares copies in one
-// core's cache): there a band on the prior alone is checked from kEarlyCheckCall, so that a short run gets CMA where
+// The setup probe's verdict is least reliable for larger calls that only move data (it compares copies in one
+// core's cache, while staging's second copy crosses cores): where the host's ranks own their CPUs the bands from
+// kMoveOnlyCmaMinBytes start on CMA, so that a short run gets it without a trial, and the check at kConfirmCall
+// corrects a wrong start.
+TEST(CmaLearner, LargerBandsThatOnlyMoveDataStartOnCmaWhereRanksOwnCpus) {
+  CmaLearner l(true, /*startAvoided=*/true, /*movesStartOnCma=*/true);
+  constexpr int kCheck = CmaLearner::kConfirmCall;
+  constexpr int kCalls = kCheck + 8;
+  EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kUse);
+  EXPECT_EQ(l.verdict(Collective::kAlltoAllv, kMiB), Verdict::kUse);
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB), Verdict::kAvoid) << "reductions start avoided at every size";
+  std::vector<bool> ran;
+  ran.reserve(kCalls);
+  // CMA faster: every call runs it but the check's kCheckCalls calls of staging.
+  for (int i = 0; i < kCalls; ++i) ran.push_back(call(l, Collective::kAllGather, kMiB, 100, 300));
+  for (int i = 0; i < kCalls; ++i) EXPECT_EQ(ran[i], i < kCheck || i >= kCheck + CmaLearner::kCheckCalls) << i;
+  EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kUse);
+  // Staging faster: CMA until the check, staging from it on.
+  ran.clear();
+  for (int i = 0; i < kCalls; ++i) ran.push_back(call(l, Collective::kBroadcast, kMiB, 900, 300));
+  for (int i = 0; i < kCalls; ++i) EXPECT_EQ(ran[i], i < kCheck) << i;
+  EXPECT_EQ(l.verdict(Collective::kBroadcast, kMiB), Verdict::kAvoid);
+  // The smallest band that starts on CMA, and the one below it, which starts avoided.
+  constexpr size_t kMin = CmaLearner::kMoveOnlyCmaMinBytes;
+  EXPECT_TRUE(call(l, Collective::kAlltoAll, kMin, 100, 300));
+  EXPECT_FALSE(call(l, Collective::kAlltoAll, kMin / 2, 100, 300));
+  // Reductions keep the prior until kConfirmCall at every size.
+  for (Collective c : {Collective::kAllReduce, Collective::kReduce, Collective::kReduceScatter}) {
+    for (int i = 0; i < kCheck; ++i) EXPECT_FALSE(call(l, c, kMiB, 100, 300)) << i;
+    EXPECT_TRUE(call(l, c, kMiB, 100, 300));
+  }
+}
+
+// Where the host's ranks outnumber its CPUs, bands of the collectives that only move data start avoided on that
+// prior, and those of kEarlyCheckMinBytes and up are checked from kEarlyCheckCall, so that a short run gets CMA where
 // it pays.
-TEST(CmaLearner, MidSizeBandsOnThePriorAreCheckedEarly) {
-  CmaLearner l(true, /*startAvoided=*/true);
+TEST(CmaLearner, WhereRanksShareCpusLargerBandsThatOnlyMoveDataAreCheckedEarly) {
+  CmaLearner l(true, /*startAvoided=*/true, /*movesStartOnCma=*/false);
   constexpr int kEarly = CmaLearner::kEarlyCheckCall;
   std::vector<bool> ran;
   ran.reserve(64);
@@ -200,7 +233,7 @@ TEST(CmaLearner, OffLearnsNothingAndAlwaysOffers) {
 // check kCheckCalls calls of the other form, and the band follows what the check finds.
 TEST(CmaLearner, TheVerdictIsCheckedAgainWhileTheJobRuns) {
   CmaLearner l(true, /*startAvoided=*/true);
-  constexpr size_t kBytes = CmaLearner::kEarlyCheckMinBytes / 2;  // a band whose first check is kConfirmCall's
+  constexpr size_t kBytes = CmaLearner::kMoveOnlyCmaMinBytes / 2;  // a band that starts avoided
   std::vector<bool> ran;
   double cmaUs = 100, stagedUs = 300;  // CMA pays at first
   for (int i = 0; i < 5000; ++i) {

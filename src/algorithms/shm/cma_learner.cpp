@@ -53,7 +53,13 @@ CmaLearner::Verdict CmaLearner::neighbourVerdict(Collective coll, int band, bool
     }
   }
   if (fromPrior != nullptr) *fromPrior = startAvoided_;
-  return startAvoided_ ? Verdict::kAvoid : Verdict::kUnknown;
+  return priorVerdict(coll, band);
+}
+
+CmaLearner::Verdict CmaLearner::priorVerdict(Collective coll, int band) const {
+  if (!startAvoided_) return Verdict::kUnknown;
+  const bool largeMove = !reduces(coll) && (size_t{1} << band) >= kMoveOnlyCmaMinBytes;
+  return movesStartOnCma_ && largeMove ? Verdict::kUse : Verdict::kAvoid;
 }
 
 void CmaLearner::vote(Band& b, double cmaSeconds, double stagedSeconds) {
@@ -109,7 +115,8 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
     bool fromPrior = false;
     b->agreed = neighbourVerdict(coll, bandIndex(inBytes), &fromPrior);
     b->onPrior = fromPrior;
-    if (fromPrior && inBytes >= kEarlyCheckMinBytes && !reduces(coll)) b->checkAt = kEarlyCheckCall;
+    if (fromPrior && b->agreed == Verdict::kAvoid && inBytes >= kEarlyCheckMinBytes && !reduces(coll))
+      b->checkAt = kEarlyCheckCall;
   }
   // Alltoallv's sizes vary from call to call within a band (a router's choices): its calls compare as times per MiB.
   if (coll == Collective::kAlltoAllv && inBytes > 0)

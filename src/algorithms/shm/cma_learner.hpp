@@ -6,20 +6,28 @@
 // 2-4x slower at every size. No constant is right for both, so each communicator measures.
 //
 // How: where some rank of the host measured its kernel copies well under memcpy's rate at setup
-// (Mesh::kernelCopiesSlow), every band starts avoided, and only the checks below try CMA. The collectives that only
-// move data (allgather, broadcast, alltoall(v)) have their first check early (kEarlyCheckCall) in bands of at least
-// kEarlyCheckMinBytes per rank, where a kernel copy's fixed cost (a system call, pinning pages) is small against the
-// copy itself: the setup probe compares copies within one core's cache, where memcpy is at its best, while the staged
-// forms' second copy reads lines another core wrote, so on a VM whose vCPUs share no cache the CMA forms can win
-// those calls despite the probe, and a short run should get that gain. A reduction's staged form has no such extra
-// copy to save (its second pass is the reduction, which reads the peer's lines in either form), so there the prior
-// holds until kConfirmCall, as it does in smaller bands, where the fixed cost decides and a short run pays no trial.
-// A sweep of sizes pays the early check once per kNeighbourBands (a band decided by a check carries to its
-// neighbours; one still on the prior alone does not). Otherwise per collective and size band (a power of two of input
-// bytes per rank; for alltoallv, whose sizes differ from rank to rank, of the mean over the ranks, which every rank
-// knows only once it has read every rank's table: each rank then offers for every band the call may fall in,
-// offers(), and the call takes the band's bit; its calls compare by time per MiB, since a band holds calls of
-// different sizes), in three steps, every decision taken alike on every rank:
+// (Mesh::kernelCopiesSlow), the setup probe's verdict holds for reductions and small bands, and is least reliable for
+// the calls of at least kMoveOnlyCmaMinBytes per rank of the collectives that only move data (allgather, broadcast,
+// alltoall(v)). There a kernel copy's fixed cost (a system call, pinning pages) is small against the copy itself, and
+// the probe compares copies within one core's cache, where memcpy is at its best, while the staged forms' second copy
+// reads lines another core wrote: on a VM whose vCPUs share no cache the CMA forms win those calls several times over
+// despite the probe, and where the vCPUs share one staging wins some sizes by up to about 1.4x and loses others. So,
+// on that prior:
+//   - those bands start on CMA where the host's ranks own their CPUs (a wrong start costs less than the other one):
+//     a short run gets the gain without a trial in its timed calls, and a host where staging pays after all finds
+//     out at the band's first check (kConfirmCall);
+//   - where the ranks outnumber the CPUs, they share cores, and with them the cache the staged copies go through
+//     (staging mostly wins): those bands start avoided, and from kEarlyCheckMinBytes have their first check early
+//     (kEarlyCheckCall), so that a short run still gets CMA where it pays;
+//   - every other band starts avoided until kConfirmCall: a reduction's staged form has no extra copy to save (its
+//     second pass is the reduction, which reads the peer's lines in either form), and in small bands the fixed cost
+//     decides; a short run pays no trial there.
+// A band decided by a check carries to its neighbours within kNeighbourBands; one still on the prior alone does not.
+// Otherwise per collective and size band (a power of two of input bytes per rank; for alltoallv, whose sizes differ
+// from rank to rank, of the mean over the ranks, which every rank knows only once it has read every rank's table: each
+// rank then offers for every band the call may fall in, offers(), and the call takes the band's bit; its calls compare
+// by time per MiB, since a band holds calls of different sizes), in three steps, every decision taken alike on every
+// rank:
 //   - A band with a decided band of the same collective within kNeighbourBands starts from that band's verdict (a
 //     sweep of sizes pays the trial once). Otherwise its calls run CMA, CMA, staged, staged, staged, CMA, CMA, and
 //     each rank votes for the form whose two counted calls took less time together. Not counted: the first (cold)
@@ -59,8 +67,12 @@ class CmaLearner {
   enum class Verdict { kUnknown, kUse, kAvoid };
   static constexpr int kNeighbourBands = 4;  // a verdict carries to bands up to 16x larger or smaller
   static constexpr int kConfirmCall = 32;    // the band's first call of a check (a power of two)
-  static constexpr int kEarlyCheckCall = 2;  // the first check of a band on the host's prior alone
-  static constexpr size_t kEarlyCheckMinBytes = size_t{128} << 10;  // the smallest band checked that early
+  // The smallest band (input bytes per rank) of allgather, broadcast and alltoall(v) that starts on CMA where kernel
+  // copies measured slow at setup and the ranks own their CPUs, and where they do not, the smallest band of theirs
+  // checked early (from kEarlyCheckCall).
+  static constexpr size_t kMoveOnlyCmaMinBytes = size_t{64} << 10;
+  static constexpr size_t kEarlyCheckMinBytes = size_t{128} << 10;
+  static constexpr int kEarlyCheckCall = 2;
   static constexpr int kReconfirmEvery = 1024;   // the longest interval between two such calls (a power of two)
   static constexpr int kRecheckAfterSwitch = 8;  // calls from a check that switched the verdict to the next check
   static constexpr int kCheckCalls = 3;          // calls of the other form in a check (the last one counted)
@@ -70,9 +82,12 @@ class CmaLearner {
   static constexpr bool kQuickTrialCounts[kQuickTrialCalls] = {false, true, false, true, true, false, true};
 
   // enabled = false: every eligible call offers CMA and nothing is learned (TERN_SHM_CMA_LEARN=0).
-  // startAvoided: a band with no decided neighbour starts from kAvoid instead of a trial (kernel copies measured
-  // slow on this host; the same value on every rank).
-  explicit CmaLearner(bool enabled, bool startAvoided = false) : enabled_(enabled), startAvoided_(startAvoided) {}
+  // startAvoided: kernel copies measured slow on this host (the same value on every rank): a band with no decided
+  // neighbour starts from the host's prior (priorVerdict) instead of a trial. movesStartOnCma: with startAvoided, the
+  // bands of at least kMoveOnlyCmaMinBytes of the collectives that only move data start on CMA (the host's ranks own
+  // their CPUs).
+  explicit CmaLearner(bool enabled, bool startAvoided = false, bool movesStartOnCma = false)
+      : enabled_(enabled), startAvoided_(startAvoided), movesStartOnCma_(movesStartOnCma) {}
 
   // Whether the learner decides for calls of coll at all: allreduce, allgather, broadcast, reduce, reduce-scatter
   // and alltoall, whose sizes every rank knows alike, and alltoallv by its mean size over the ranks.
@@ -113,8 +128,13 @@ class CmaLearner {
     bool onPrior = false;             // agreed is the host's prior alone (no check yet): not carried to neighbours
     uint64_t checkAt = kConfirmCall;  // the call that starts the next check (kCheckCalls of the other form)
   };
-  // Whether coll reduces (allreduce, reduce, reduce-scatter): no early check on the host's prior (see above).
+  // Whether coll reduces (allreduce, reduce, reduce-scatter): its bands start avoided on the host's prior at any
+  // size, and are first checked at kConfirmCall.
   static bool reduces(Collective coll);
+  // The host's prior for a band with no decided neighbour: kUnknown (a trial) unless kernel copies measured slow,
+  // then kUse for the bands of at least kMoveOnlyCmaMinBytes of collectives that only move data where
+  // movesStartOnCma, else kAvoid.
+  Verdict priorVerdict(Collective coll, int band) const;
   static int bandIndex(size_t inBytes);
   // "allreduce of 1048576+ bytes per rank", "alltoallv": the band, for the log.
   static std::string bandName(Collective coll, size_t inBytes);
@@ -131,6 +151,7 @@ class CmaLearner {
 
   bool enabled_;
   bool startAvoided_;
+  bool movesStartOnCma_;
   std::array<Band, kBands * kCollectives> bands_{};
 };
 
