@@ -14,8 +14,11 @@
 #   REPEATS [3] NP [2]
 #   SHORT ["-n 10 -w 1"] LONG ["-n 100 -w 20"] TERN_RUN_ARGS (extra tern-run arguments, e.g. "-x TERN_SHM_DISABLE=1"
 #   for TCP) TOLERANCE [0.15] RESULTS_DIR [BUILD_DIR/perf-compare/cold-calls-DATE]
-#   MPI [1 where mpirun and BUILD_DIR/bin/mpi_collectives exist; 0 skips Open MPI] MPIRUN [mpirun]
-#   MPI_ARGS ["--bind-to core --mca pml ob1 --mca btl vader,self", shared memory as tern's default]
+#   MPI [1 where mpirun and the driver exist; 0 skips Open MPI] MPIRUN [mpirun]
+#   MPI_COLLECTIVES [BUILD_DIR/bin/mpi_collectives] MPI_ARGS [placement as compare_collectives.sh: --bind-to core, or
+#   --oversubscribe --bind-to none where NP exceeds the CPUs; then "--mca pml ob1 --mca btl vader,self", or
+#   "tcp,self --mca btl_tcp_if_include lo" where TERN_RUN_ARGS sets TERN_SHM_DISABLE=1]
+# Broadcast side by side takes tern's in-place column, as MPI_Bcast only has that form (compare/common.sh).
 # A benchmark, not a test: exit code 0 whatever the ratios, non-zero only when a run failed.
 set -uo pipefail
 
@@ -31,25 +34,59 @@ CMP_TIMEOUT=${CMP_TIMEOUT:-900}
 results=${RESULTS_DIR:-$build/perf-compare/cold-calls-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$results"
 read -r -a run_args <<<"${TERN_RUN_ARGS:-}"
+# shellcheck disable=SC2034  # read through the namerefs of run_tern and run_mpi
 read -r -a short_args <<<"$SHORT"
+# shellcheck disable=SC2034
 read -r -a long_args <<<"$LONG"
 MPIRUN=${MPIRUN:-mpirun}
-read -r -a mpi_args <<<"${MPI_ARGS:---bind-to core --mca pml ob1 --mca btl vader,self}"
-mpi_coll=${PERF%_perf}
-mpi_coll=${mpi_coll/all_reduce/allreduce}
-mpi_coll=${mpi_coll/all_gather/allgather}
-MPI_ALLREDUCE=$build/bin/mpi_collectives
-if [[ ${MPI:-1} == 1 ]] && cmp_have_mpi; then MPI=1; else MPI=0; fi
+case $PERF in
+  all_reduce_perf) mpi_coll=allreduce ;;
+  all_gather_perf) mpi_coll=allgather ;;
+  broadcast_perf | reduce_perf | reduce_scatter_perf | alltoall_perf | sendrecv_perf) mpi_coll=${PERF%_perf} ;;
+  *) mpi_coll="" ;;
+esac
+if ((NP > $(cmp_usable_cpus | wc -l))); then mpi_place="--oversubscribe --bind-to none"; else mpi_place="--bind-to core"; fi
+if [[ ${TERN_RUN_ARGS:-} == *TERN_SHM_DISABLE=1* ]]; then
+  mpi_btl="--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"
+else
+  mpi_btl="--mca pml ob1 --mca btl vader,self"
+fi
+read -r -a mpi_args <<<"${MPI_ARGS-$mpi_place $mpi_btl}"
+MPI_ALLREDUCE=${MPI_COLLECTIVES:-$build/bin/mpi_collectives}  # the name cmp_have_mpi checks
+if [[ ${MPI:-1} != 1 ]]; then
+  MPI=0
+elif [[ -z $mpi_coll ]]; then
+  echo "# mpi: no Open MPI counterpart for $PERF; MPI columns will be empty"
+  MPI=0
+elif cmp_have_mpi; then
+  MPI=1
+else
+  MPI=0
+fi
+tern_bcast_place=out
+[[ $mpi_coll == broadcast ]] && tern_bcast_place=in
 
-run() {  # run short|long
+run_tern() {  # run_tern short|long
   local -n args=${1}_args
   cmp_run "$results/$1.log" "$build/bin/tern-run" -n "$NP" "${run_args[@]}" -- "$build/bin/$PERF" \
     -b "$(cmp_bytes "$MINBYTES")" -e "$(cmp_bytes "$MAXBYTES")" -f "$STEPFACTOR" "${args[@]}" >/dev/null
-  ((MPI)) || return 0
+}
+run_mpi() {  # run_mpi short|long
+  local -n args=${1}_args
   # Open MPI refuses to run as root without --allow-run-as-root; harmless otherwise.
   cmp_run "$results/mpi-$1.log" "$MPIRUN" --allow-run-as-root -np "$NP" "${mpi_args[@]}" "$MPI_ALLREDUCE" \
     --coll "$mpi_coll" -b "$(cmp_bytes "$MINBYTES")" -e "$(cmp_bytes "$MAXBYTES")" -f "$STEPFACTOR" "${args[@]}" \
     >/dev/null
+}
+run() {  # run short|long ROUND: tern and (with MPI) Open MPI, which goes first alternating with the round
+  local rc=0 tool
+  for tool in $(cmp_order "$2" tern mpi); do
+    case $tool in
+      tern) run_tern "$1" || rc=1 ;;
+      mpi) ((!MPI)) || run_mpi "$1" || rc=1 ;;
+    esac
+  done
+  return "$rc"
 }
 
 cmp_machine_info | tee "$results/conditions.txt"
@@ -57,13 +94,14 @@ failed=0
 for ((r = 0; r < REPEATS; r++)); do
   while read -r kind; do
     echo "## round $((r + 1)): $kind"
-    run "$kind" || failed=1
+    run "$kind" "$r" || failed=1
   done < <(cmp_order "$r" short long)
 done
 for kind in short long; do
   cmp_parse_nccl out <"$results/$kind.log" >"$results/$kind.rows"
   ((MPI)) && cmp_parse_nccl out <"$results/mpi-$kind.log" >"$results/mpi-$kind.rows"
 done
+((MPI)) && cmp_parse_nccl "$tern_bcast_place" <"$results/short.log" >"$results/short-vs-mpi.rows"
 {
   echo "# ===== cold calls: $PERF '$SHORT' against '$LONG', $NP ranks ${TERN_RUN_ARGS:-}, medians of $REPEATS"
   echo "# ratio = long median time / short median time: >= $(awk -v t="$TOLERANCE" 'BEGIN { printf "%.2f", 1 / (1 + t) }')x" \
@@ -74,8 +112,9 @@ done
     echo "# ----- the same for Open MPI (mpi_collectives --coll $mpi_coll, ${mpi_args[*]}): its own short/long ratio"
     cmp_report "$results/mpi-short.rows" "$results/mpi-long.rows" short long \
       "$MINBYTES-$MAXBYTES:$(awk -v t="$TOLERANCE" 'BEGIN { printf "%.4f", 1 / (1 + t) }')"
-    echo "# ----- short runs side by side: ratio = Open MPI's short median time / tern's (>= 1: tern's short run is faster)"
-    cmp_report "$results/short.rows" "$results/mpi-short.rows" tern mpi "$MINBYTES-$MAXBYTES:1"
+    echo "# ----- short runs side by side: ratio = Open MPI's short median time / tern's (>= 1: tern's short run is" \
+      "faster), tern's $([[ $tern_bcast_place == in ]] && echo in-place || echo out-of-place) column"
+    cmp_report "$results/short-vs-mpi.rows" "$results/mpi-short.rows" tern mpi "$MINBYTES-$MAXBYTES:1"
   fi
 } | tee "$results/report.txt"
 echo "# results: $results"

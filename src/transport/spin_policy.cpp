@@ -37,6 +37,8 @@ int usableCpus() {
 
 }  // namespace
 
+bool ranksOwnCpus(int localRanks) { return localRanks <= usableCpus(); }
+
 // Measured with tests/shm/spin_bench (P processes, all-to-all flag barrier with the library's publish/futex protocol)
 // on the 2-vCPU development VM, microseconds per barrier, by spin budget:
 //
@@ -62,8 +64,6 @@ int usableCpus() {
 // once, where a futex sleep makes every hand-over pay a sleep and a wake-up (the table's 4-rank rows: 22-95 us per
 // barrier without it, 2 us with it). The yield poll is bounded, so a rank that waits for longer (a slow peer, a peer
 // that computes) still sleeps and leaves the CPU to whoever needs it.
-bool ranksOwnCpus(int localRanks) { return localRanks <= usableCpus(); }
-
 SpinPolicy chooseSpinPolicy(int localRanks) {
   SpinPolicy p;
   p.yields = 4;

@@ -104,8 +104,8 @@ TEST(CmaLearner, AProvisionalVerdictIsConfirmedByTheOtherForm) {
   EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB), Verdict::kAvoid) << "the first band keeps its own verdict";
 }
 
-TEST(CmaLearner, SlowKernelCopiesStartEveryBandAvoidedAndSmallBandsFirstCheckAtTheConfirmingCall) {
-  CmaLearner l(true, /*startAvoided=*/true);
+TEST(CmaLearner, SlowKernelCopiesStartEveryBandAvoidedWhereRanksShareCpusAndSmallBandsFirstCheckAtTheConfirmingCall) {
+  CmaLearner l(true, /*startAvoided=*/true, /*movesStartOnCma=*/false);
   EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kAvoid);
   EXPECT_EQ(l.verdict(Collective::kAlltoAllv, kMiB), Verdict::kAvoid) << "alltoallv starts from the host's prior too";
   constexpr size_t kSmall = CmaLearner::kMoveOnlyCmaMinBytes / 4;

@@ -11,7 +11,7 @@
 // alltoall(v)). There a kernel copy's fixed cost (a system call, pinning pages) is small against the copy itself, and
 // the probe compares copies within one core's cache, where memcpy is at its best, while the staged forms' second copy
 // reads lines another core wrote: on a VM whose vCPUs share no cache the CMA forms win those calls several times over
-// despite the probe, and where the vCPUs share one staging wins some sizes by up to about 1.4x and loses others. So,
+// despite the probe, and where the vCPUs share one staging wins some sizes by up to about 1.5x and loses others. So,
 // on that prior:
 //   - those bands start on CMA where the host's ranks own their CPUs (a wrong start costs less than the other one):
 //     a short run gets the gain without a trial in its timed calls, and a host where staging pays after all finds
@@ -67,9 +67,9 @@ class CmaLearner {
   enum class Verdict { kUnknown, kUse, kAvoid };
   static constexpr int kNeighbourBands = 4;  // a verdict carries to bands up to 16x larger or smaller
   static constexpr int kConfirmCall = 32;    // the band's first call of a check (a power of two)
-  // The smallest band (input bytes per rank) of allgather, broadcast and alltoall(v) that starts on CMA where kernel
-  // copies measured slow at setup and the ranks own their CPUs, and where they do not, the smallest band of theirs
-  // checked early (from kEarlyCheckCall).
+  // Where kernel copies measured slow at setup: the smallest band (input bytes per rank) of allgather, broadcast and
+  // alltoall(v) that starts on CMA where the host's ranks own their CPUs; where they do not, the smallest band of
+  // theirs whose first check comes early, and the call that starts it.
   static constexpr size_t kMoveOnlyCmaMinBytes = size_t{64} << 10;
   static constexpr size_t kEarlyCheckMinBytes = size_t{128} << 10;
   static constexpr int kEarlyCheckCall = 2;

@@ -13,7 +13,6 @@
 #include "base/log.hpp"
 #include "transport/shm/shm_wire.hpp"
 #include "transport/shm/stream_copy.hpp"
-#include "transport/spin_policy.hpp"
 
 namespace tern::shm {
 
@@ -61,7 +60,7 @@ DirectCollectives::DirectCollectives(Mesh* mesh, Watchdog* dog, const SpinPolicy
       cmaBuf_(new char[kCmaBufferBytes]),
       mappings_(static_cast<size_t>(std::max(64, 4 * mesh->nranks()))),
       hugePages_(HugePageAdvisor::enabledByEnvironment()),
-      cmaLearner_(envFlag("SHM_CMA_LEARN", true), mesh->kernelCopiesSlow(), ranksOwnCpus(mesh->nranks())) {}
+      cmaLearner_(envFlag("SHM_CMA_LEARN", true), mesh->kernelCopiesSlow(), mesh->ranksOwnCpus()) {}
 
 size_t DirectCollectives::chunkBytes(size_t bytes) const {
   // At least 8 chunks, so that staging, reduction and gather overlap across ranks even for mid-size messages, in

@@ -16,6 +16,7 @@
 #include "transport/shm/segment_sweeper.hpp"
 #include "transport/shm/shm_wire.hpp"
 #include "transport/shm/tcp_exchange.hpp"
+#include "transport/spin_policy.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace tern::shm {
@@ -26,6 +27,7 @@ using wire::Hello;
 using wire::kCma;
 using wire::kFd;
 using wire::kMapped;
+using wire::kRanksShareCpus;
 using wire::kSlowKernelCopies;
 
 std::string segmentName(const Secret& secret, int rank) {
@@ -74,6 +76,7 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
   bool ok = true;
   bool cmaEverywhere = false;          // Mesh::cmaBetweenAllRanks
   bool slowKernelCopies = false;       // Mesh::kernelCopiesSlow
+  bool ranksShareCpus = false;         // !Mesh::ranksOwnCpus
   std::vector<std::string> peerNames;  // announced by peers, valid names of this job
   try {
     // 1. Create, describe, announce. A rank that cannot create its segment (no /dev/shm, out of space) still takes
@@ -163,6 +166,8 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
       readsPeerProcess = readsPeerProcess || (!m->peers_[p].sameProcess && (outcome[p] & kCma));
     if (readsPeerProcess && shm::kernelCopiesSlow()) outcome[rank] |= kSlowKernelCopies;
     slowKernelCopies = (outcome[rank] & kSlowKernelCopies) != 0;
+    if (!tern::ranksOwnCpus(m->localRanks())) outcome[rank] |= kRanksShareCpus;
+    ranksShareCpus = (outcome[rank] & kRanksShareCpus) != 0;
     setupKillPoint(rank, "mapped");
     auto outcomes = exchangeWithPeers(setup.tcp, rank, m->localPeers_, outcome.data(), outcome.size(), deadline,
                                       setup.abortFlag, "shared-memory setup");
@@ -186,6 +191,7 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
       const std::vector<uint8_t> theirs = wire::decodeOutcomes(outcomes[i].data(), outcomes[i].size(), n, p);
       if (!(theirs[p] & kMapped)) ok = false;
       slowKernelCopies = slowKernelCopies || (theirs[p] & kSlowKernelCopies) != 0;
+      ranksShareCpus = ranksShareCpus || (theirs[p] & kRanksShareCpus) != 0;
       cmaEverywhere = cmaEverywhere && (theirs[rank] & kCma) != 0;
       for (int q : m->localPeers_) cmaEverywhere = cmaEverywhere && (q == p || (theirs[q] & kCma) != 0);
       PeerView& v = m->peers_[p];
@@ -210,6 +216,7 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
   }
   m->cmaBetweenAllRanks_ = cmaEverywhere;
   m->kernelCopiesSlow_ = slowKernelCopies;
+  m->ranksOwnCpus_ = !ranksShareCpus;
   m->peersMapMyBuffers_ = true;
   for (int p : m->localPeers_) m->peersMapMyBuffers_ &= m->peers_[p].fdTo;
   int cma = 0, sameProcess = 0;
@@ -217,12 +224,17 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
     cma += m->peers_[p].cmaFrom && !m->peers_[p].sameProcess;
     sameProcess += m->peers_[p].sameProcess;
   }
-  TERN_LOG(kInfo, kShm, rank,
-           "shared memory with %zu same-host peers (%d in this process, CMA from %d, registered "
-           "buffers %s; kernel copies at %.2fx memcpy here%s), segment %zu KiB",
-           m->localPeers_.size(), sameProcess, cma, m->peersMapMyBuffers_ ? "zero-copy" : "staged",
-           cma > 0 ? kernelCopyRatio() : 0.0, slowKernelCopies ? ", slow on this host: CMA starts avoided" : "",
-           layout.totalBytes / 1024);
+  TERN_LOG(
+      kInfo, kShm, rank,
+      "shared memory with %zu same-host peers (%d in this process, CMA from %d, registered "
+      "buffers %s; kernel copies at %.2fx memcpy here%s), segment %zu KiB",
+      m->localPeers_.size(), sameProcess, cma, m->peersMapMyBuffers_ ? "zero-copy" : "staged",
+      cma > 0 ? kernelCopyRatio() : 0.0,
+      !slowKernelCopies ? ""
+      : m->ranksOwnCpus_
+          ? ", slow on this host: CMA starts avoided but for allgather, broadcast and alltoall(v) from 64 KiB per rank"
+          : ", slow on this host: CMA starts avoided",
+      layout.totalBytes / 1024);
   return m;
 }
 

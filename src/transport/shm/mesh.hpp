@@ -58,6 +58,9 @@ class Mesh {
   // Some rank of this host found its kernel copies (process_vm_readv) under kSlowKernelCopyRatio of memcpy's rate at
   // setup (kernel_copy_probe.hpp). From every rank's report, so alike on every rank of the host.
   bool kernelCopiesSlow() const { return kernelCopiesSlow_; }
+  // Every rank of this host found the host's ranks fit the CPUs it may run on (ranksOwnCpus, spin_policy.hpp). From
+  // every rank's report, so alike on every rank of the host even where their CPU masks differ.
+  bool ranksOwnCpus() const { return ranksOwnCpus_; }
 
   RankControl& ctrl(int p) { return *peers_[p].ctrl; }
   char* base(int p) { return peers_[p].segment.data(); }
@@ -92,6 +95,7 @@ class Mesh {
   bool peersMapMyBuffers_ = false;  // every same-host peer reads this rank's registered buffers in place (logged)
   bool cmaBetweenAllRanks_ = false;
   bool kernelCopiesSlow_ = false;
+  bool ranksOwnCpus_ = false;
 };
 
 }  // namespace tern::shm

@@ -34,8 +34,10 @@ enum OutcomeBits : uint8_t {
   kFd = 4,      // can open that rank's memfds
   // The sender's own entry only: its kernel copies ran under kSlowKernelCopyRatio of memcpy (kernel_copy_probe.hpp).
   kSlowKernelCopies = 8,
+  // The sender's own entry only: the host's ranks outnumber the CPUs it may run on (ranksOwnCpus, spin_policy.hpp).
+  kRanksShareCpus = 16,
 };
-inline constexpr uint8_t kOutcomeMask = kMapped | kCma | kFd | kSlowKernelCopies;
+inline constexpr uint8_t kOutcomeMask = kMapped | kCma | kFd | kSlowKernelCopies | kRanksShareCpus;
 
 // A segment name as tern makes them (mesh.cpp: "/tern-<job tag>-r<rank>-p<pid>-<n>"): a leading slash, then only
 // [A-Za-z0-9-], so that no peer can point shm_open at another path.
