@@ -46,12 +46,9 @@ case $PERF in
   *) mpi_coll="" ;;
 esac
 if ((NP > $(cmp_usable_cpus | wc -l))); then mpi_place="--oversubscribe --bind-to none"; else mpi_place="--bind-to core"; fi
-if [[ ${TERN_RUN_ARGS:-} == *TERN_SHM_DISABLE=1* ]]; then
-  mpi_btl="--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"
-else
-  mpi_btl="--mca pml ob1 --mca btl vader,self"
-fi
-read -r -a mpi_args <<<"${MPI_ARGS-$mpi_place $mpi_btl}"
+mpi_transport=shm
+[[ ${TERN_RUN_ARGS:-} == *TERN_SHM_DISABLE=1* ]] && mpi_transport=tcp
+read -r -a mpi_args <<<"${MPI_ARGS-$mpi_place $(cmp_mpi_mca "$mpi_transport")}"
 MPI_ALLREDUCE=${MPI_COLLECTIVES:-$build/bin/mpi_collectives}  # the name cmp_have_mpi checks
 if [[ ${MPI:-1} != 1 ]]; then
   MPI=0

@@ -73,13 +73,12 @@ fi
 
 case "$TRANSPORT" in
   tcp)
-    # btl_tcp_if_include lo keeps MPI on loopback, where tern and Gloo are too.
-    default_mca="--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"
+    default_mca=$(cmp_mpi_mca tcp)
     tern_env=(-x TERN_SHM_DISABLE=1)
     transport_text="TCP loopback"
     ;;
   shm)
-    default_mca="--mca pml ob1 --mca btl vader,self"
+    default_mca=$(cmp_mpi_mca shm)
     tern_env=()
     transport_text="shared memory"
     ;;

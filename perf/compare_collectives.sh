@@ -78,10 +78,10 @@ PLACEMENT_PROBE=${PLACEMENT_PROBE:-$build/bin/placement_probe}
 
 case $TRANSPORT in
   shm)
-    default_mca="--mca pml ob1 --mca btl vader,self" tern_transport=() transport_text="shared memory"
+    default_mca=$(cmp_mpi_mca shm) tern_transport=() transport_text="shared memory"
     ;;
   tcp)
-    default_mca="--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"
+    default_mca=$(cmp_mpi_mca tcp)
     tern_transport=(-x TERN_SHM_DISABLE=1) transport_text="TCP loopback"
     ;;
   *) cmp_die "TRANSPORT must be shm or tcp, not '$TRANSPORT'" ;;

@@ -63,7 +63,7 @@ TERN_PERF=${TERN_PERF:-$build/bin/all_reduce_perf}
 MPI_ALLREDUCE=${MPI_ALLREDUCE:-$build/bin/mpi_allreduce}
 STREAM_ADD=${STREAM_ADD:-$build/bin/stream_add}
 MPIRUN=${MPIRUN:-mpirun}
-read -r -a mpi_mca <<<"${MPI_MCA:---mca pml ob1 --mca btl vader,self}"
+read -r -a mpi_mca <<<"${MPI_MCA:-$(cmp_mpi_mca shm)}"
 read -r -a mpi_args <<<"${MPI_ARGS:-}"
 read -r -a tern_run_args <<<"${TERN_RUN_ARGS:-}"
 read -r -a tern_args <<<"${TERN_ARGS:-}"

@@ -357,6 +357,14 @@ cmp_have_tern() {
   echo "# tern: $TERN_RUN or $TERN_PERF not built; tern columns will be empty"
   return 1
 }
+# cmp_mpi_mca shm|tcp : Open MPI's component choice for tern's transport: vader (shared memory, CMA where allowed),
+# or the TCP BTL kept on loopback, where tern and the other baselines are too.
+cmp_mpi_mca() {
+  case $1 in
+    tcp) echo "--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo" ;;
+    *) echo "--mca pml ob1 --mca btl vader,self" ;;
+  esac
+}
 cmp_have_mpi() {
   [[ -x $MPI_ALLREDUCE ]] && command -v "$MPIRUN" >/dev/null && return 0
   echo "# mpi: $MPI_ALLREDUCE or $MPIRUN missing (needs libopenmpi-dev, openmpi-bin); MPI columns will be empty"
