@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <thread>
 
 #include "base/env.hpp"
@@ -39,6 +40,34 @@ int usableCpus() {
 
 bool ranksOwnCpus(int localRanks) { return localRanks <= usableCpus(); }
 
+CpuMask ownCpuMask() {
+  CpuMask mask{};
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return mask;
+  for (int cpu = 0; cpu < CPU_SETSIZE && cpu < kCpuMaskWords * 64; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) mask[cpu / 64] |= uint64_t{1} << (cpu % 64);
+  }
+  return mask;
+}
+
+bool ranksOwnCpus(const std::vector<CpuMask>& masks) {
+  CpuMask all{};
+  bool unknown = false;
+  for (const CpuMask& m : masks) {
+    bool any = false;
+    for (int w = 0; w < kCpuMaskWords; ++w) {
+      all[w] |= m[w];
+      any = any || m[w] != 0;
+    }
+    unknown = unknown || !any;
+  }
+  size_t cpus = 0;
+  for (uint64_t w : all) cpus += static_cast<size_t>(std::popcount(w));
+  if (unknown) cpus = std::max<size_t>(cpus, static_cast<size_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))));
+  return masks.size() <= cpus;
+}
+
 // Measured with tests/shm/spin_bench (P processes, all-to-all flag barrier with the library's publish/futex protocol)
 // on the 2-vCPU development VM, microseconds per barrier, by spin budget:
 //
@@ -64,10 +93,12 @@ bool ranksOwnCpus(int localRanks) { return localRanks <= usableCpus(); }
 // once, where a futex sleep makes every hand-over pay a sleep and a wake-up (the table's 4-rank rows: 22-95 us per
 // barrier without it, 2 us with it). The yield poll is bounded, so a rank that waits for longer (a slow peer, a peer
 // that computes) still sleeps and leaves the CPU to whoever needs it.
-SpinPolicy chooseSpinPolicy(int localRanks) {
+SpinPolicy chooseSpinPolicy(int localRanks) { return spinPolicyFor(ranksOwnCpus(localRanks)); }
+
+SpinPolicy spinPolicyFor(bool ownCpus) {
   SpinPolicy p;
   p.yields = 4;
-  if (ranksOwnCpus(localRanks)) {
+  if (ownCpus) {
     p.maxSpinNs = kOwnCpuSpinCeilingNs;
     p.minSpinNs = 10000;
   } else {

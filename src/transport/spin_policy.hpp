@@ -12,7 +12,9 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <vector>
 
 namespace tern {
 
@@ -48,11 +50,26 @@ class SpinBudget {
   int64_t budgetNs_;
 };
 
-// localRanks: the ranks of this communicator on this host, this one included.
+// ownCpus: whether this host's ranks each have a CPU of their own (ranksOwnCpus below).
+SpinPolicy spinPolicyFor(bool ownCpus);
+// localRanks: the ranks of this communicator on this host, this one included: spinPolicyFor(ranksOwnCpus(localRanks)).
 SpinPolicy chooseSpinPolicy(int localRanks);
 
-// Whether localRanks ranks of this host each have a CPU of their own (the test chooseSpinPolicy makes): where they
-// outnumber the CPUs, ranks that exchange data often share a core and its cache.
+// Whether localRanks ranks of this host each have a CPU of their own, judged from this process alone: where they
+// outnumber the CPUs, ranks that exchange data often share a core and its cache. A process bound to one CPU counts
+// the machine's online CPUs (a launcher that binds one rank per CPU put its peers on the others); where the ranks
+// can tell each other their masks, the overload below knows instead.
 bool ranksOwnCpus(int localRanks);
+
+// The CPUs a process may run on, one bit per CPU number (sched_getaffinity's mask); all zero where unreadable.
+inline constexpr int kCpuMaskWords = 16;  // CPU_SETSIZE (1024) bits
+using CpuMask = std::array<uint64_t, kCpuMaskWords>;
+CpuMask ownCpuMask();
+
+// Whether the host's ranks, one mask each (every rank's, its own included), each have a CPU of their own: they are
+// no more than the CPUs in the union of their masks. The same masks give every rank the same answer. Two ranks
+// bound to CPUs 0 and 1 own them; two ranks of a container confined to CPU 0 share it. A mask that could not be
+// read counts as the machine's online CPUs.
+bool ranksOwnCpus(const std::vector<CpuMask>& masks);
 
 }  // namespace tern

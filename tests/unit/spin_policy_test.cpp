@@ -3,9 +3,14 @@
 #include "transport/spin_policy.hpp"
 
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <bit>
+#include <initializer_list>
 #include <thread>
+#include <vector>
 
 namespace tern {
 namespace {
@@ -20,6 +25,48 @@ TEST(SpinPolicy, MoreRanksThanCpusSpinLess) {
   EXPECT_LE(crowded.minSpinNs, crowded.maxSpinNs);
   // Never long enough to matter against a deadline, whatever the machine.
   EXPECT_LE(fits.maxSpinNs, 1000 * 1000);
+}
+
+CpuMask maskOf(std::initializer_list<int> cpus) {
+  CpuMask m{};
+  for (int c : cpus) m[c / 64] |= uint64_t{1} << (c % 64);
+  return m;
+}
+
+TEST(SpinPolicy, TheRanksMasksTogetherSayWhetherEachRankHasACpu) {
+  // Bound one per CPU by a launcher: each sees one CPU, together they have two.
+  EXPECT_TRUE(ranksOwnCpus({maskOf({0}), maskOf({1})}));
+  // A container confined to one CPU: both ranks see CPU 0, and share it.
+  EXPECT_FALSE(ranksOwnCpus({maskOf({0}), maskOf({0})}));
+  // Unbound on two CPUs: two ranks fit, three do not.
+  EXPECT_TRUE(ranksOwnCpus({maskOf({0, 1}), maskOf({0, 1})}));
+  EXPECT_FALSE(ranksOwnCpus({maskOf({0, 1}), maskOf({0, 1}), maskOf({0, 1})}));
+  // Masks that differ: their union counts, whichever rank judges (the same masks in any order).
+  EXPECT_TRUE(ranksOwnCpus({maskOf({0, 1}), maskOf({2}), maskOf({1, 2})}));
+  EXPECT_TRUE(ranksOwnCpus({maskOf({2}), maskOf({1, 2}), maskOf({0, 1})}));
+  // CPU numbers past the first word count too.
+  EXPECT_TRUE(ranksOwnCpus({maskOf({70}), maskOf({1000})}));
+  // A lone rank always owns its CPU.
+  EXPECT_TRUE(ranksOwnCpus({maskOf({5})}));
+}
+
+TEST(SpinPolicy, AnUnreadableMaskCountsTheOnlineCpus) {
+  const long online = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  std::vector<CpuMask> fit(static_cast<size_t>(online), CpuMask{});
+  EXPECT_TRUE(ranksOwnCpus(fit));
+  fit.push_back(CpuMask{});
+  EXPECT_FALSE(ranksOwnCpus(fit));
+}
+
+TEST(SpinPolicy, OwnMaskHoldsTheCpusThisThreadMayRunOn) {
+  const CpuMask own = ownCpuMask();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  int bits = 0;
+  for (uint64_t w : own) bits += std::popcount(w);
+  EXPECT_EQ(bits, CPU_COUNT(&set));
+  EXPECT_EQ(spinPolicyFor(true).maxSpinNs, chooseSpinPolicy(1).maxSpinNs);
 }
 
 TEST(SpinBudget, HalvesToItsFloorOnFailureAndGrowsBackToItsCeiling) {

@@ -25,7 +25,7 @@ class ShmIntraNode : public IntraNode {
                const std::function<shm::ShmAlgorithmCost()>& cost)
       : mesh_(std::move(mesh)),
         dog_(mesh_.get(), setup.tcp, setup.timeoutMs),
-        spin_(chooseSpinPolicy(mesh_->localRanks())),
+        spin_(spinPolicyFor(mesh_->ranksOwnCpus())),
         transport_(mesh_.get(), &dog_, spin_),
         direct_(mesh_.get(), &dog_, spin_),
         algoOverride_(AlgoOverride::parse(algo)),

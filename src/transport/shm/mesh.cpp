@@ -27,7 +27,6 @@ using wire::Hello;
 using wire::kCma;
 using wire::kFd;
 using wire::kMapped;
-using wire::kRanksShareCpus;
 using wire::kSlowKernelCopies;
 
 std::string segmentName(const Secret& secret, int rank) {
@@ -74,10 +73,10 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
 
   PeerView& self = m->peers_[rank];
   bool ok = true;
-  bool cmaEverywhere = false;          // Mesh::cmaBetweenAllRanks
-  bool slowKernelCopies = false;       // Mesh::kernelCopiesSlow
-  bool ranksShareCpus = false;         // !Mesh::ranksOwnCpus
-  std::vector<std::string> peerNames;  // announced by peers, valid names of this job
+  bool cmaEverywhere = false;                   // Mesh::cmaBetweenAllRanks
+  bool slowKernelCopies = false;                // Mesh::kernelCopiesSlow
+  std::vector<CpuMask> cpuMasks{ownCpuMask()};  // the host's ranks', for Mesh::ranksOwnCpus
+  std::vector<std::string> peerNames;           // announced by peers, valid names of this job
   try {
     // 1. Create, describe, announce. A rank that cannot create its segment (no /dev/shm, out of space) still takes
     // part in the handshake, announcing no segment, so that every rank of the host learns it and falls back
@@ -97,6 +96,7 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
     hello.token = me.token;
     hello.pid = static_cast<uint32_t>(self.pid);
     hello.rank = static_cast<uint32_t>(rank);
+    hello.cpus = cpuMasks.front();
     if (ok) {
       self.header = reinterpret_cast<SegmentHeader*>(self.segment.data());
       self.ctrl = new (self.segment.data() + layout.controlOffset) RankControl();
@@ -129,6 +129,7 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
       PeerView& v = m->peers_[p];
       // A malformed announcement fails the setup (it is not a peer without shared memory, it is a broken one).
       const Hello h = wire::decodeHello(hellos[i].data(), hellos[i].size(), p, layout);
+      cpuMasks.push_back(h.cpus);
       try {
         if (h.bytes == 0) throwError(ternSystemError, "rank %d has no segment", p);
         const std::string name = h.name;
@@ -166,8 +167,6 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
       readsPeerProcess = readsPeerProcess || (!m->peers_[p].sameProcess && (outcome[p] & kCma));
     if (readsPeerProcess && shm::kernelCopiesSlow()) outcome[rank] |= kSlowKernelCopies;
     slowKernelCopies = (outcome[rank] & kSlowKernelCopies) != 0;
-    if (!tern::ranksOwnCpus(m->localRanks())) outcome[rank] |= kRanksShareCpus;
-    ranksShareCpus = (outcome[rank] & kRanksShareCpus) != 0;
     setupKillPoint(rank, "mapped");
     auto outcomes = exchangeWithPeers(setup.tcp, rank, m->localPeers_, outcome.data(), outcome.size(), deadline,
                                       setup.abortFlag, "shared-memory setup");
@@ -191,7 +190,6 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
       const std::vector<uint8_t> theirs = wire::decodeOutcomes(outcomes[i].data(), outcomes[i].size(), n, p);
       if (!(theirs[p] & kMapped)) ok = false;
       slowKernelCopies = slowKernelCopies || (theirs[p] & kSlowKernelCopies) != 0;
-      ranksShareCpus = ranksShareCpus || (theirs[p] & kRanksShareCpus) != 0;
       cmaEverywhere = cmaEverywhere && (theirs[rank] & kCma) != 0;
       for (int q : m->localPeers_) cmaEverywhere = cmaEverywhere && (q == p || (theirs[q] & kCma) != 0);
       PeerView& v = m->peers_[p];
@@ -216,7 +214,8 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
   }
   m->cmaBetweenAllRanks_ = cmaEverywhere;
   m->kernelCopiesSlow_ = slowKernelCopies;
-  m->ranksOwnCpus_ = !ranksShareCpus;
+  // Every rank of the host has every rank's mask (the hellos), so all of them judge alike.
+  m->ranksOwnCpus_ = tern::ranksOwnCpus(cpuMasks);
   m->peersMapMyBuffers_ = true;
   for (int p : m->localPeers_) m->peersMapMyBuffers_ &= m->peers_[p].fdTo;
   int cma = 0, sameProcess = 0;

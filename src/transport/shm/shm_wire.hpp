@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "transport/shm/shm_layout.hpp"
+#include "transport/spin_policy.hpp"
 
 namespace tern::shm::wire {
 
@@ -25,6 +26,7 @@ struct Hello {
   uint32_t pid;
   uint32_t rank;
   char name[kNameBytes];
+  CpuMask cpus;  // the CPUs the sender may run on (ownCpuMask), so that the host's ranks judge ranksOwnCpus alike
 };
 
 // Round 2, one byte per rank of the communicator: what the sender managed with that rank's segment.
@@ -34,10 +36,8 @@ enum OutcomeBits : uint8_t {
   kFd = 4,      // can open that rank's memfds
   // The sender's own entry only: its kernel copies ran under kSlowKernelCopyRatio of memcpy (kernel_copy_probe.hpp).
   kSlowKernelCopies = 8,
-  // The sender's own entry only: the host's ranks outnumber the CPUs it may run on (ranksOwnCpus, spin_policy.hpp).
-  kRanksShareCpus = 16,
 };
-inline constexpr uint8_t kOutcomeMask = kMapped | kCma | kFd | kSlowKernelCopies | kRanksShareCpus;
+inline constexpr uint8_t kOutcomeMask = kMapped | kCma | kFd | kSlowKernelCopies;
 
 // A segment name as tern makes them (mesh.cpp: "/tern-<job tag>-r<rank>-p<pid>-<n>"): a leading slash, then only
 // [A-Za-z0-9-], so that no peer can point shm_open at another path.
