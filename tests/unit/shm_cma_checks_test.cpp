@@ -22,9 +22,9 @@ namespace {
 constexpr const char* kChildMarker = "SHM_CMA_CHECKS_TEST_CHILD";
 constexpr int kSkipExit = 77;
 // 16 KiB of floats: one-phase by default, within the CMA forms' sizes, and in a band that starts avoided where kernel
-// copies measured slow (larger bands of the collectives that only move data may start on CMA, see cma_learner.hpp).
+// copies measured slow (larger bands may start on CMA, see cma_learner.hpp).
 constexpr size_t kCount = 4096;
-static_assert(kCount * sizeof(float) < shm::CmaLearner::kMoveOnlyCmaMinBytes);
+static_assert(kCount * sizeof(float) < shm::CmaLearner::kLargeCmaMinBytes);
 
 bool inChild() { return std::getenv(kChildMarker) != nullptr; }
 

@@ -105,10 +105,10 @@ TEST(CmaLearner, AProvisionalVerdictIsConfirmedByTheOtherForm) {
 }
 
 TEST(CmaLearner, SlowKernelCopiesStartEveryBandAvoidedWhereRanksShareCpusAndSmallBandsFirstCheckAtTheConfirmingCall) {
-  CmaLearner l(true, /*startAvoided=*/true, /*movesStartOnCma=*/false);
+  CmaLearner l(true, /*startAvoided=*/true, /*largeBandsStartOnCma=*/false);
   EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kAvoid);
   EXPECT_EQ(l.verdict(Collective::kAlltoAllv, kMiB), Verdict::kAvoid) << "alltoallv starts from the host's prior too";
-  constexpr size_t kSmall = CmaLearner::kMoveOnlyCmaMinBytes / 4;
+  constexpr size_t kSmall = CmaLearner::kLargeCmaMinBytes / 4;
   std::vector<bool> ran;
   ran.reserve(64);
   for (int i = 0; i < CmaLearner::kConfirmCall + 5; ++i)
@@ -122,17 +122,18 @@ TEST(CmaLearner, SlowKernelCopiesStartEveryBandAvoidedWhereRanksShareCpusAndSmal
   EXPECT_EQ(l.verdict(Collective::kBroadcast, kSmall), Verdict::kUse);
 }
 
-// The setup probe's verdict is least reliable for larger calls that only move data (it compares copies in one
-// core's cache, while staging's second copy crosses cores): where the host's ranks own their CPUs the bands from
-// kMoveOnlyCmaMinBytes start on CMA, so that a short run gets it without a trial, and the check at kConfirmCall
-// corrects a wrong start.
-TEST(CmaLearner, LargerBandsThatOnlyMoveDataStartOnCmaWhereRanksOwnCpus) {
-  CmaLearner l(true, /*startAvoided=*/true, /*movesStartOnCma=*/true);
+// The setup probe's verdict is least reliable for larger calls (it compares copies in one core's cache, while
+// staging's second copy, or a reduction's second pass, reads lines another core wrote): where the host's ranks own
+// their CPUs the bands from kLargeCmaMinBytes start on CMA, so that a short run gets it without a trial, and the
+// check at kConfirmCall corrects a wrong start.
+TEST(CmaLearner, LargerBandsStartOnCmaWhereRanksOwnCpus) {
+  CmaLearner l(true, /*startAvoided=*/true, /*largeBandsStartOnCma=*/true);
   constexpr int kCheck = CmaLearner::kConfirmCall;
   constexpr int kCalls = kCheck + 8;
   EXPECT_EQ(l.verdict(Collective::kAllGather, kMiB), Verdict::kUse);
   EXPECT_EQ(l.verdict(Collective::kAlltoAllv, kMiB), Verdict::kUse);
-  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB), Verdict::kAvoid) << "reductions start avoided at every size";
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB), Verdict::kUse);
+  EXPECT_EQ(l.verdict(Collective::kReduceScatter, kMiB), Verdict::kUse);
   std::vector<bool> ran;
   ran.reserve(kCalls);
   // CMA faster: every call runs it but the check's kCheckCalls calls of staging.
@@ -145,13 +146,17 @@ TEST(CmaLearner, LargerBandsThatOnlyMoveDataStartOnCmaWhereRanksOwnCpus) {
   for (int i = 0; i < kCalls; ++i) EXPECT_EQ(ran[i], i < kCheck) << i;
   EXPECT_EQ(l.verdict(Collective::kBroadcast, kMiB), Verdict::kAvoid);
   // The smallest band that starts on CMA, and the one below it, which starts avoided.
-  constexpr size_t kMin = CmaLearner::kMoveOnlyCmaMinBytes;
+  constexpr size_t kMin = CmaLearner::kLargeCmaMinBytes;
   EXPECT_TRUE(call(l, Collective::kAlltoAll, kMin, 100, 300));
   EXPECT_FALSE(call(l, Collective::kAlltoAll, kMin / 2, 100, 300));
-  // Reductions keep the prior until kConfirmCall at every size.
-  for (Collective c : {Collective::kAllReduce, Collective::kReduce, Collective::kReduceScatter}) {
-    for (int i = 0; i < kCheck; ++i) EXPECT_FALSE(call(l, c, kMiB, 100, 300)) << i;
-    EXPECT_TRUE(call(l, c, kMiB, 100, 300));
+  // Reductions alike: CMA from the first call where it is faster; where staging is, CMA until the check.
+  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter}) {
+    ran.clear();
+    for (int i = 0; i < kCalls; ++i) ran.push_back(call(l, c, 4 * kMiB, 100, 300));
+    for (int i = 0; i < kCalls; ++i) EXPECT_EQ(ran[i], i < kCheck || i >= kCheck + CmaLearner::kCheckCalls) << i;
+    ran.clear();
+    for (int i = 0; i < kCalls; ++i) ran.push_back(call(l, c, kMin / 4, 900, 300));
+    for (int i = 0; i < kCheck; ++i) EXPECT_FALSE(ran[i]) << "a small band starts avoided, call " << i;
   }
 }
 
@@ -159,7 +164,7 @@ TEST(CmaLearner, LargerBandsThatOnlyMoveDataStartOnCmaWhereRanksOwnCpus) {
 // prior, and those of kEarlyCheckMinBytes and up are checked from kEarlyCheckCall, so that a short run gets CMA where
 // it pays.
 TEST(CmaLearner, WhereRanksShareCpusLargerBandsThatOnlyMoveDataAreCheckedEarly) {
-  CmaLearner l(true, /*startAvoided=*/true, /*movesStartOnCma=*/false);
+  CmaLearner l(true, /*startAvoided=*/true, /*largeBandsStartOnCma=*/false);
   constexpr int kEarly = CmaLearner::kEarlyCheckCall;
   std::vector<bool> ran;
   ran.reserve(64);
@@ -233,7 +238,7 @@ TEST(CmaLearner, OffLearnsNothingAndAlwaysOffers) {
 // check kCheckCalls calls of the other form, and the band follows what the check finds.
 TEST(CmaLearner, TheVerdictIsCheckedAgainWhileTheJobRuns) {
   CmaLearner l(true, /*startAvoided=*/true);
-  constexpr size_t kBytes = CmaLearner::kMoveOnlyCmaMinBytes / 2;  // a band that starts avoided
+  constexpr size_t kBytes = CmaLearner::kLargeCmaMinBytes / 2;  // a band that starts avoided
   std::vector<bool> ran;
   double cmaUs = 100, stagedUs = 300;  // CMA pays at first
   for (int i = 0; i < 5000; ++i) {

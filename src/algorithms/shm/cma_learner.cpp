@@ -53,13 +53,13 @@ CmaLearner::Verdict CmaLearner::neighbourVerdict(Collective coll, int band, bool
     }
   }
   if (fromPrior != nullptr) *fromPrior = startAvoided_;
-  return priorVerdict(coll, band);
+  return priorVerdict(band);
 }
 
-CmaLearner::Verdict CmaLearner::priorVerdict(Collective coll, int band) const {
+CmaLearner::Verdict CmaLearner::priorVerdict(int band) const {
   if (!startAvoided_) return Verdict::kUnknown;
-  const bool largeMove = !reduces(coll) && (size_t{1} << band) >= kMoveOnlyCmaMinBytes;
-  return movesStartOnCma_ && largeMove ? Verdict::kUse : Verdict::kAvoid;
+  const bool large = (size_t{1} << band) >= kLargeCmaMinBytes;
+  return largeBandsStartOnCma_ && large ? Verdict::kUse : Verdict::kAvoid;
 }
 
 void CmaLearner::vote(Band& b, double cmaSeconds, double stagedSeconds) {

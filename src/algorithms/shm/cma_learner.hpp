@@ -6,22 +6,22 @@
 // 2-4x slower at every size. No constant is right for both, so each communicator measures.
 //
 // How: where some rank of the host measured its kernel copies well under memcpy's rate at setup
-// (Mesh::kernelCopiesSlow), the setup probe's verdict holds for reductions and small bands, and is least reliable for
-// the calls of at least kMoveOnlyCmaMinBytes per rank of the collectives that only move data (allgather, broadcast,
-// alltoall(v)). There a kernel copy's fixed cost (a system call, pinning pages) is small against the copy itself, and
-// the probe compares copies within one core's cache, where memcpy is at its best, while the staged forms' second copy
-// reads lines another core wrote: on a VM whose vCPUs share no cache the CMA forms win those calls several times over
-// despite the probe, and where the vCPUs share one staging wins some sizes by up to about 1.5x and loses others. So,
-// on that prior:
+// (Mesh::kernelCopiesSlow), the setup probe's verdict holds for small bands, and is least reliable for the calls of
+// at least kLargeCmaMinBytes per rank. There a kernel copy's fixed cost (a system call, pinning pages) is small
+// against the copy itself, and the probe compares copies within one core's cache, where memcpy is at its best, while
+// the staged forms' second copy (or a reduction's second pass) reads lines another core wrote: on a VM whose vCPUs
+// share no cache the CMA forms win those calls several times over despite the probe, allreduce and reduce-scatter as
+// much as the collectives that only move data, and where the vCPUs share one staging wins some sizes by up to about
+// 1.5x (2x for a reduce-scatter of several MiB) and loses others. So, on that prior:
 //   - those bands start on CMA where the host's ranks own their CPUs (a wrong start costs less than the other one):
 //     a short run gets the gain without a trial in its timed calls, and a host where staging pays after all finds
 //     out at the band's first check (kConfirmCall);
 //   - where the ranks outnumber the CPUs, they share cores, and with them the cache the staged copies go through
-//     (staging mostly wins): those bands start avoided, and from kEarlyCheckMinBytes have their first check early
-//     (kEarlyCheckCall), so that a short run still gets CMA where it pays;
-//   - every other band starts avoided until kConfirmCall: a reduction's staged form has no extra copy to save (its
-//     second pass is the reduction, which reads the peer's lines in either form), and in small bands the fixed cost
-//     decides; a short run pays no trial there.
+//     (staging mostly wins): those bands start avoided, and those of the collectives that only move data
+//     (allgather, broadcast, alltoall(v)) from kEarlyCheckMinBytes have their first check early (kEarlyCheckCall),
+//     so that a short run still gets CMA where it pays;
+//   - every other band starts avoided until kConfirmCall: in small bands the fixed cost decides, and a short run pays
+//     no trial there.
 // A band decided by a check carries to its neighbours within kNeighbourBands; one still on the prior alone does not.
 // Otherwise per collective and size band (a power of two of input bytes per rank; for alltoallv, whose sizes differ
 // from rank to rank, of the mean over the ranks, which every rank knows only once it has read every rank's table: each
@@ -67,10 +67,10 @@ class CmaLearner {
   enum class Verdict { kUnknown, kUse, kAvoid };
   static constexpr int kNeighbourBands = 4;  // a verdict carries to bands up to 16x larger or smaller
   static constexpr int kConfirmCall = 32;    // the band's first call of a check (a power of two)
-  // Where kernel copies measured slow at setup: the smallest band (input bytes per rank) of allgather, broadcast and
-  // alltoall(v) that starts on CMA where the host's ranks own their CPUs; where they do not, the smallest band of
-  // theirs whose first check comes early, and the call that starts it.
-  static constexpr size_t kMoveOnlyCmaMinBytes = size_t{64} << 10;
+  // Where kernel copies measured slow at setup: the smallest band (input bytes per rank) that starts on CMA where the
+  // host's ranks own their CPUs; where they do not, the smallest band of allgather, broadcast and alltoall(v) whose
+  // first check comes early, and the call that starts it.
+  static constexpr size_t kLargeCmaMinBytes = size_t{64} << 10;
   static constexpr size_t kEarlyCheckMinBytes = size_t{128} << 10;
   static constexpr int kEarlyCheckCall = 2;
   static constexpr int kReconfirmEvery = 1024;   // the longest interval between two such calls (a power of two)
@@ -83,11 +83,10 @@ class CmaLearner {
 
   // enabled = false: every eligible call offers CMA and nothing is learned (TERN_SHM_CMA_LEARN=0).
   // startAvoided: kernel copies measured slow on this host (the same value on every rank): a band with no decided
-  // neighbour starts from the host's prior (priorVerdict) instead of a trial. movesStartOnCma: with startAvoided, the
-  // bands of at least kMoveOnlyCmaMinBytes of the collectives that only move data start on CMA (the host's ranks own
-  // their CPUs).
-  explicit CmaLearner(bool enabled, bool startAvoided = false, bool movesStartOnCma = false)
-      : enabled_(enabled), startAvoided_(startAvoided), movesStartOnCma_(movesStartOnCma) {}
+  // neighbour starts from the host's prior (priorVerdict) instead of a trial. largeBandsStartOnCma: with
+  // startAvoided, the bands of at least kLargeCmaMinBytes start on CMA (the host's ranks own their CPUs).
+  explicit CmaLearner(bool enabled, bool startAvoided = false, bool largeBandsStartOnCma = false)
+      : enabled_(enabled), startAvoided_(startAvoided), largeBandsStartOnCma_(largeBandsStartOnCma) {}
 
   // Whether the learner decides for calls of coll at all: allreduce, allgather, broadcast, reduce, reduce-scatter
   // and alltoall, whose sizes every rank knows alike, and alltoallv by its mean size over the ranks.
@@ -128,13 +127,12 @@ class CmaLearner {
     bool onPrior = false;             // agreed is the host's prior alone (no check yet): not carried to neighbours
     uint64_t checkAt = kConfirmCall;  // the call that starts the next check (kCheckCalls of the other form)
   };
-  // Whether coll reduces (allreduce, reduce, reduce-scatter): its bands start avoided on the host's prior at any
-  // size, and are first checked at kConfirmCall.
+  // Whether coll reduces (allreduce, reduce, reduce-scatter): where its bands start avoided on the host's prior,
+  // they are first checked at kConfirmCall at any size.
   static bool reduces(Collective coll);
   // The host's prior for a band with no decided neighbour: kUnknown (a trial) unless kernel copies measured slow,
-  // then kUse for the bands of at least kMoveOnlyCmaMinBytes of collectives that only move data where
-  // movesStartOnCma, else kAvoid.
-  Verdict priorVerdict(Collective coll, int band) const;
+  // then kUse for the bands of at least kLargeCmaMinBytes where largeBandsStartOnCma, else kAvoid.
+  Verdict priorVerdict(int band) const;
   static int bandIndex(size_t inBytes);
   // "allreduce of 1048576+ bytes per rank", "alltoallv": the band, for the log.
   static std::string bandName(Collective coll, size_t inBytes);
@@ -151,7 +149,7 @@ class CmaLearner {
 
   bool enabled_;
   bool startAvoided_;
-  bool movesStartOnCma_;
+  bool largeBandsStartOnCma_;
   std::array<Band, kBands * kCollectives> bands_{};
 };
 

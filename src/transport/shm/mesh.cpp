@@ -223,17 +223,15 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
     cma += m->peers_[p].cmaFrom && !m->peers_[p].sameProcess;
     sameProcess += m->peers_[p].sameProcess;
   }
-  TERN_LOG(
-      kInfo, kShm, rank,
-      "shared memory with %zu same-host peers (%d in this process, CMA from %d, registered "
-      "buffers %s; kernel copies at %.2fx memcpy here%s), segment %zu KiB",
-      m->localPeers_.size(), sameProcess, cma, m->peersMapMyBuffers_ ? "zero-copy" : "staged",
-      cma > 0 ? kernelCopyRatio() : 0.0,
-      !slowKernelCopies ? ""
-      : m->ranksOwnCpus_
-          ? ", slow on this host: CMA starts avoided but for allgather, broadcast and alltoall(v) from 64 KiB per rank"
-          : ", slow on this host: CMA starts avoided",
-      layout.totalBytes / 1024);
+  TERN_LOG(kInfo, kShm, rank,
+           "shared memory with %zu same-host peers (%d in this process, CMA from %d, registered "
+           "buffers %s; kernel copies at %.2fx memcpy here%s), segment %zu KiB",
+           m->localPeers_.size(), sameProcess, cma, m->peersMapMyBuffers_ ? "zero-copy" : "staged",
+           cma > 0 ? kernelCopyRatio() : 0.0,
+           !slowKernelCopies  ? ""
+           : m->ranksOwnCpus_ ? ", slow on this host: CMA starts avoided below 64 KiB per rank"
+                              : ", slow on this host: CMA starts avoided",
+           layout.totalBytes / 1024);
   return m;
 }
 
