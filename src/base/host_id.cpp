@@ -15,12 +15,27 @@ std::string hostName() {
   return buf;
 }
 
+namespace {
+
+// The running kernel's random boot id; empty where there is none.
+std::string bootId() {
+  std::string id;
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::getline(in, id);
+  return id;
+}
+
+}  // namespace
+
+std::string machineId() {
+  const std::string id = bootId();
+  return id.empty() ? hostName() : id;
+}
+
 std::string hostId() {
   if (const std::optional<std::string> env = envString("HOSTID")) return *env;
-  std::string bootId;
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::getline(in, bootId);
-  return bootId.empty() ? hostName() : hostName() + ":" + bootId;
+  const std::string id = bootId();
+  return id.empty() ? hostName() : hostName() + ":" + id;
 }
 
 }  // namespace tern

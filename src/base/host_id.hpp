@@ -13,6 +13,11 @@ namespace tern {
 // is no boot id).
 std::string hostId();
 
+// The kernel this process runs on: its boot id, the same in every network namespace and container of one running
+// machine (which TERN_HOSTID may split into several hosts), so that ranks can tell whose CPUs they share; the hostname
+// where there is no boot id.
+std::string machineId();
+
 // gethostname(), "localhost" when it fails.
 std::string hostName();
 

@@ -103,7 +103,8 @@ std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdDat
       c->network_ = network->create(NetworkSetup{rank, nranks, tcp.get(), deadline, &c->aborted_, opts.timeoutMs});
       c->control_ = std::move(tcp);
     } else {
-      IntraNodeSetup setup{rank, nranks, c->hostIds_, id.secret, opts.timeoutMs, tcp.get(), &c->aborted_};
+      IntraNodeSetup setup{rank,           nranks,    c->hostIds_,  id.secret,
+                           opts.timeoutMs, tcp.get(), &c->aborted_, machineRanksOwnCpus(boot, rank)};
       c->network_ = std::move(tcp);
       c->intraNode_ = createIntraNode(setup, opts.algo, [] { return planner::processCostParams().shmAlgorithms; });
     }

@@ -13,6 +13,7 @@
 
 #include "base/env.hpp"
 #include "base/error.hpp"
+#include "base/host_id.hpp"
 #include "base/log.hpp"
 
 namespace tern {
@@ -306,6 +307,8 @@ class RootServer {
     for (const auto& m : members_) {
       table[m.join.rank].listener = m.join.listener;
       std::memcpy(table[m.join.rank].hostId, m.join.hostId, sizeof(m.join.hostId));
+      std::memcpy(table[m.join.rank].machineId, m.join.machineId, sizeof(m.join.machineId));
+      table[m.join.rank].cpus = m.join.cpus;
     }
     for (auto& m : members_) {
       Mac proof = wire::tableProof(secret_, m.rankNonce, m.rootNonce, header, table.data(), table.size());
@@ -466,6 +469,8 @@ BootstrapResult joinBootstrap(const UniqueIdData& id, int rank, int nranks, cons
   join.nranks = nranks;
   join.listener.set(bound);
   copyString(join.hostId, sizeof(join.hostId), hostId);
+  copyString(join.machineId, sizeof(join.machineId), machineId());
+  join.cpus = ownCpuMask();
 
   Fd conn;
   Nonce rankNonce{}, rootNonce{};
@@ -566,8 +571,18 @@ BootstrapResult joinBootstrap(const UniqueIdData& id, int rank, int nranks, cons
                  r);
     }
     result.peers[r].hostId = fieldString(table[r].hostId, sizeof(table[r].hostId));
+    result.peers[r].machineId = fieldString(table[r].machineId, sizeof(table[r].machineId));
+    result.peers[r].cpus = table[r].cpus;
   }
   return result;
+}
+
+bool machineRanksOwnCpus(const BootstrapResult& boot, int rank) {
+  std::vector<CpuMask> masks;
+  for (const PeerInfo& p : boot.peers) {
+    if (p.machineId == boot.peers[static_cast<size_t>(rank)].machineId) masks.push_back(p.cpus);
+  }
+  return ranksOwnCpus(masks);
 }
 
 }  // namespace tern

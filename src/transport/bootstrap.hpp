@@ -19,12 +19,15 @@
 #include "base/auth.hpp"
 #include "base/socket.hpp"
 #include "base/unique_id.hpp"
+#include "transport/spin_policy.hpp"
 
 namespace tern {
 
 struct PeerInfo {
   SocketAddress address;  // the peer's listener
   std::string hostId;
+  std::string machineId;  // machineId() (base/host_id.hpp): the kernel the peer runs on, whatever its host id says
+  CpuMask cpus{};         // the CPUs the peer may run on (ownCpuMask)
 };
 
 using JobId = std::array<uint8_t, 16>;
@@ -76,17 +79,22 @@ void removeFileWhenNextRootIsDone(const std::string& path);
 // Creates a TCP unique id whose root is this process (listening on the interface TERN_SOCKET_IFNAME picks).
 UniqueIdData createTcpUniqueId();
 
-// Joins the job: returns every rank's listener address and host id. A root that cannot prove it knows the secret
-// is refused with ternRemoteError naming its address.
+// Joins the job: returns every rank's listener address, host id, machine id and CPU mask. A root that cannot prove it
+// knows the secret is refused with ternRemoteError naming its address.
 BootstrapResult joinBootstrap(const UniqueIdData& id, int rank, int nranks, const std::string& hostId,
                               Clock::time_point deadline, const std::atomic<bool>* abortFlag);
+
+// Whether the ranks that run on rank's machine (the same machine id, whatever their host ids: network namespaces
+// that act as separate nodes, containers of one machine) each have a CPU of their own (ranksOwnCpus over their
+// masks). Alike on every rank of that machine. Their waits busy-poll only where they do.
+bool machineRanksOwnCpus(const BootstrapResult& boot, int rank);
 
 // The bootstrap protocol on the wire (host byte order: the ranks of a job share one architecture). Public so that
 // tests can play a fake root or a fake rank and fuzzers can feed the decoders.
 namespace bootstrap_wire {
 
 inline constexpr uint32_t kMagic = 0x4a4e5254;  // "TRNJ"
-inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kVersion = 3;
 // Larger worlds are refused before anything is allocated for them.
 inline constexpr int kMaxRanks = 1 << 20;
 inline constexpr size_t kHostIdBytes = 128;
@@ -119,6 +127,8 @@ struct Join {  // rank -> root, after the root's proof checked out
   int32_t nranks = 0;
   Address listener;
   char hostId[kHostIdBytes] = {};
+  char machineId[kHostIdBytes] = {};
+  CpuMask cpus{};
   Mac proof{};
 };
 
@@ -139,6 +149,8 @@ struct TableHeader {  // root -> rank once all have joined; then nranks PeerEntr
 struct PeerEntry {
   Address listener;
   char hostId[kHostIdBytes] = {};
+  char machineId[kHostIdBytes] = {};
+  CpuMask cpus{};
 };
 
 Mac rootProof(const Secret& secret, const Nonce& rankNonce, const Nonce& rootNonce);

@@ -93,8 +93,6 @@ bool ranksOwnCpus(const std::vector<CpuMask>& masks) {
 // once, where a futex sleep makes every hand-over pay a sleep and a wake-up (the table's 4-rank rows: 22-95 us per
 // barrier without it, 2 us with it). The yield poll is bounded, so a rank that waits for longer (a slow peer, a peer
 // that computes) still sleeps and leaves the CPU to whoever needs it.
-SpinPolicy chooseSpinPolicy(int localRanks) { return spinPolicyFor(ranksOwnCpus(localRanks)); }
-
 SpinPolicy spinPolicyFor(bool ownCpus) {
   SpinPolicy p;
   p.yields = 4;
@@ -108,7 +106,7 @@ SpinPolicy spinPolicyFor(bool ownCpus) {
     p.yieldPollNs = kOversubscribedYieldPollNs;
   }
   // TERN_SPIN_US sets the ceiling (0: never spin nor yield-poll, for machines where ranks share their CPUs with
-  // other work the launcher cannot see, e.g. simulated nodes on one host); the floor never exceeds it.
+  // other work tern cannot see, such as other jobs); the floor never exceeds it.
   if (const int us = knobs().spinUs; us >= 0) {
     p.maxSpinNs = static_cast<int64_t>(us) * 1000;
     p.minSpinNs = std::min(p.minSpinNs, p.maxSpinNs);

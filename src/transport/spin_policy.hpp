@@ -50,10 +50,8 @@ class SpinBudget {
   int64_t budgetNs_;
 };
 
-// ownCpus: whether this host's ranks each have a CPU of their own (ranksOwnCpus below).
+// ownCpus: whether the ranks that share this machine's CPUs each have one of their own (ranksOwnCpus below).
 SpinPolicy spinPolicyFor(bool ownCpus);
-// localRanks: the ranks of this communicator on this host, this one included: spinPolicyFor(ranksOwnCpus(localRanks)).
-SpinPolicy chooseSpinPolicy(int localRanks);
 
 // Whether localRanks ranks of this host each have a CPU of their own, judged from this process alone: where they
 // outnumber the CPUs, ranks that exchange data often share a core and its cache. A process bound to one CPU counts

@@ -74,7 +74,7 @@ class OwnedShmTransport : public Transport {
     mesh_ = shm::Mesh::create(setup);
     if (!mesh_) throw Error(ternInternalError, "shm: no shared-memory mesh between ranks of one process");
     dog_ = std::make_unique<shm::Watchdog>(mesh_.get(), s.tcp, s.timeoutMs);
-    spin_ = chooseSpinPolicy(mesh_->localRanks());
+    spin_ = spinPolicyFor(mesh_->ranksOwnCpus());
     shm_ = std::make_unique<shm::ShmTransport>(mesh_.get(), dog_.get(), spin_);
   }
   ~OwnedShmTransport() override {  // the transport, then its watchdog, then the segments they point into

@@ -22,6 +22,9 @@ struct IntraNodeSetup {
   int timeoutMs = 300000;
   TcpTransport* tcp = nullptr;  // connected to every peer; for the handshake and liveness
   const std::atomic<bool>* abortFlag = nullptr;
+  // The ranks of this machine, whatever host each is in, each have a CPU of their own (machineRanksOwnCpus,
+  // bootstrap.hpp): false where hosts that TERN_HOSTID made of one machine's namespaces share its CPUs.
+  bool machineRanksOwnCpus = true;
 };
 
 // Zero-copy registered buffers (ternMemAlloc / ternMemFree): shared-memory backed, mappable by peers.

@@ -215,7 +215,7 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
   m->cmaBetweenAllRanks_ = cmaEverywhere;
   m->kernelCopiesSlow_ = slowKernelCopies;
   // Every rank of the host has every rank's mask (the hellos), so all of them judge alike.
-  m->ranksOwnCpus_ = tern::ranksOwnCpus(cpuMasks);
+  m->ranksOwnCpus_ = tern::ranksOwnCpus(cpuMasks) && setup.machineRanksOwnCpus;
   m->peersMapMyBuffers_ = true;
   for (int p : m->localPeers_) m->peersMapMyBuffers_ &= m->peers_[p].fdTo;
   int cma = 0, sameProcess = 0;

@@ -387,7 +387,13 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(int rank, int nranks, Bootst
       t->channels_[p][s].index = s;
     }
   }
-  t->spin_ = SpinBudget(chooseSpinPolicy(static_cast<int>(std::count(t->sameHost_.begin(), t->sameHost_.end(), true))));
+  // Whether to busy-poll: by the ranks on this machine, which TERN_HOSTID may have split into several hosts that
+  // still share its CPUs.
+  const bool ownCpus = machineRanksOwnCpus(boot, rank);
+  t->spin_ = SpinBudget(spinPolicyFor(ownCpus));
+  TERN_LOG(kInfo, kNet, rank, "%s: waits %s",
+           ownCpus ? "the ranks on this machine own their CPUs" : "the ranks on this machine outnumber its CPUs",
+           t->spin_.policy().maxSpinNs > 0 ? "busy-poll before they sleep" : "do not busy-poll");
   // The control connection is the last socket index of each pair, made by the same authenticated handshake.
   const int connections = socketsPerPeer + (nranks >= 3 ? 1 : 0);
   std::vector<std::vector<int>> fds(nranks, std::vector<int>(connections, -1));
@@ -900,7 +906,13 @@ int TcpTransport::spinForCompletion(int waitMs) {
     if (bytesMoved_ != moved) {
       moved = bytesMoved_;
       const double spunNs = static_cast<double>(std::chrono::nanoseconds(now - start).count());
-      if (static_cast<double>(moved - movedAtStart) >= spunNs * kStreamingBytesPerNs) idleUntil = now + budget;
+      if (static_cast<double>(moved - movedAtStart) >= spunNs * kStreamingBytesPerNs) {
+        idleUntil = now + budget;
+      } else if (yieldPoll) {
+        // A trickle: the peer is running and sending, so there is no queued rank to yield to, and poll() wakes us
+        // when more arrives.
+        break;
+      }
     }
     if (now >= idleUntil || now >= end) break;
     if (yieldPoll) sched_yield();
