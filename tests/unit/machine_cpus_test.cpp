@@ -61,6 +61,7 @@ TEST(MachineCpus, TheBootstrapCarriesEveryRanksMachineAndMask) {
   const UniqueIdData id = createTcpUniqueId();
   std::vector<BootstrapResult> results(kRanks);
   std::vector<std::thread> threads;
+  threads.reserve(kRanks);
   for (int r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
       try {
