@@ -16,7 +16,6 @@
 #include "transport/shm/segment_sweeper.hpp"
 #include "transport/shm/shm_wire.hpp"
 #include "transport/shm/tcp_exchange.hpp"
-#include "transport/spin_policy.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace tern::shm {
@@ -73,10 +72,9 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
 
   PeerView& self = m->peers_[rank];
   bool ok = true;
-  bool cmaEverywhere = false;                   // Mesh::cmaBetweenAllRanks
-  bool slowKernelCopies = false;                // Mesh::kernelCopiesSlow
-  std::vector<CpuMask> cpuMasks{ownCpuMask()};  // the host's ranks', for Mesh::ranksOwnCpus
-  std::vector<std::string> peerNames;           // announced by peers, valid names of this job
+  bool cmaEverywhere = false;          // Mesh::cmaBetweenAllRanks
+  bool slowKernelCopies = false;       // Mesh::kernelCopiesSlow
+  std::vector<std::string> peerNames;  // announced by peers, valid names of this job
   try {
     // 1. Create, describe, announce. A rank that cannot create its segment (no /dev/shm, out of space) still takes
     // part in the handshake, announcing no segment, so that every rank of the host learns it and falls back
@@ -96,7 +94,6 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
     hello.token = me.token;
     hello.pid = static_cast<uint32_t>(self.pid);
     hello.rank = static_cast<uint32_t>(rank);
-    hello.cpus = cpuMasks.front();
     if (ok) {
       self.header = reinterpret_cast<SegmentHeader*>(self.segment.data());
       self.ctrl = new (self.segment.data() + layout.controlOffset) RankControl();
@@ -129,7 +126,6 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
       PeerView& v = m->peers_[p];
       // A malformed announcement fails the setup (it is not a peer without shared memory, it is a broken one).
       const Hello h = wire::decodeHello(hellos[i].data(), hellos[i].size(), p, layout);
-      cpuMasks.push_back(h.cpus);
       try {
         if (h.bytes == 0) throwError(ternSystemError, "rank %d has no segment", p);
         const std::string name = h.name;
@@ -214,8 +210,7 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
   }
   m->cmaBetweenAllRanks_ = cmaEverywhere;
   m->kernelCopiesSlow_ = slowKernelCopies;
-  // Every rank of the host has every rank's mask (the hellos), so all of them judge alike.
-  m->ranksOwnCpus_ = tern::ranksOwnCpus(cpuMasks) && setup.machineRanksOwnCpus;
+  m->ranksOwnCpus_ = setup.machineRanksOwnCpus;
   m->peersMapMyBuffers_ = true;
   for (int p : m->localPeers_) m->peersMapMyBuffers_ &= m->peers_[p].fdTo;
   int cma = 0, sameProcess = 0;

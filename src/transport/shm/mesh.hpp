@@ -58,9 +58,9 @@ class Mesh {
   // Some rank of this host found its kernel copies (process_vm_readv) under kSlowKernelCopyRatio of memcpy's rate at
   // setup (kernel_copy_probe.hpp). From every rank's report, so alike on every rank of the host.
   bool kernelCopiesSlow() const { return kernelCopiesSlow_; }
-  // The host's ranks are no more than the CPUs their masks cover together (ranksOwnCpus, spin_policy.hpp), and
-  // neither are the ranks of the machine (IntraNodeSetup::machineRanksOwnCpus). From every rank's mask, announced at
-  // setup, so alike on every rank of the host even where their masks differ.
+  // The ranks of this machine, the host's among them, are no more than the CPUs their masks cover together
+  // (IntraNodeSetup::machineRanksOwnCpus, from every rank's mask in the bootstrap table), so alike on every rank of
+  // the host even where their masks differ.
   bool ranksOwnCpus() const { return ranksOwnCpus_; }
 
   RankControl& ctrl(int p) { return *peers_[p].ctrl; }

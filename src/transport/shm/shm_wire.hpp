@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "transport/shm/shm_layout.hpp"
-#include "transport/spin_policy.hpp"
 
 namespace tern::shm::wire {
 
@@ -26,7 +25,6 @@ struct Hello {
   uint32_t pid;
   uint32_t rank;
   char name[kNameBytes];
-  CpuMask cpus;  // the CPUs the sender may run on (ownCpuMask), so that the host's ranks judge ranksOwnCpus alike
 };
 
 // Round 2, one byte per rank of the communicator: what the sender managed with that rank's segment.
