@@ -164,7 +164,10 @@ print(" ".join(str(d[k]) for k in sys.argv[2:]))' "$json" "${FIELDS[@]}") || exi
       "${vals[3]}%, parameter spread across ranks ${vals[4]}; job $((SECONDS - start)) s"
     "$PYTHON" -c 'import json, sys
 t = json.load(open(sys.argv[1])).get("timeline")
-if t: print("   timeline (medians, ms): " + ", ".join(f"{k[:-3]} {v}" for k, v in t.items()))' "$json"
+if t:
+    cpu = t.pop("cpu_ms_per_step", None)
+    print("   timeline (medians, ms): " + ", ".join(f"{k[:-3]} {v}" for k, v in t.items()))
+    if cpu: print("   CPU per step by thread (ms, mean of the ranks): " + ", ".join(f"{k} {v}" for k, v in cpu.items()))' "$json"
   done
 done
 

@@ -27,7 +27,9 @@ steps include DDP's bucket rebuild and the backends' connection setup). compute_
 exposed_comm_ms = step_ms - compute_ms is the communication that backward's compute did not hide.
 --timeline adds, per phase, the median over the timed steps of: the spread of the ranks' last-bucket readiness,
 the allreduce's time after the last rank's bucket was handed over, the spread of its completion, the copy-out
-until backward returns, and the optimizer step (class Timeline: a probe with its own comm hook).
+until backward returns, and the optimizer step (class Timeline: a probe with its own comm hook); with several nodes
+the same per node (Timeline.node_phases); and the CPU time per step of each thread by name (tern's are tern-worker
+and tern-torch), the mean over the ranks.
 test_acc is the accuracy (percent) of the trained model on the held-out test split; param_spread is the largest
 difference of any parameter across the ranks after training (0 when every rank holds the same model).
 Rank 0 prints one line "DDP_SUMMARY {json}" and, with --json, writes the same object to a file.
@@ -138,7 +140,59 @@ class Timeline:
             phases["done_skew_ms"].append(max(done) - min(done))
             phases["after_done_ms"].append(max(b - d for b, d in zip(bwd, done)))
             phases["optimizer_ms"].append(max(e - b for e, b in zip(end, bwd)))
-        return {key: round(statistics.median(v) * 1e3, 3) if v else None for key, v in phases.items()}
+        out = {key: round(statistics.median(v) * 1e3, 3) if v else None for key, v in phases.items()}
+        out.update(self.node_phases(everyone, steps))
+        return out
+
+    @staticmethod
+    def node_phases(everyone, steps):
+        """With several nodes (torchrun's LOCAL_WORLD_SIZE ranks each, numbered node by node): per step, the node whose
+        last rank handed its bucket over last is the late one; medians of the skew between the nodes' last buckets,
+        and of when each node's last rank completed and its first rank had started the step, from the late node's
+        last bucket. An allreduce that lets the early node's data cross while the late one computes ends the late
+        node's call first; both ends are bounded below by the late node's data crossing the link."""
+        per_node = int(os.environ.get("LOCAL_WORLD_SIZE", "0"))
+        world = len(everyone)
+        if per_node <= 0 or world % per_node or world == per_node:
+            return {}
+        nodes = [range(k, k + per_node) for k in range(0, world, per_node)]
+        cols = {"node_ready_skew_ms": [], "late_node_done_ms": [], "early_node_done_ms": [],
+                "late_node_start_ms": [], "early_node_start_ms": []}
+        for k in range(steps):
+            ready = [max(everyone[r][k][1] for r in n) for n in nodes]
+            late = max(range(len(nodes)), key=lambda i: ready[i])
+            early = min(range(len(nodes)), key=lambda i: ready[i])
+            t0 = ready[late]
+            done = [max(everyone[r][k][2] for r in n) - t0 for n in nodes]
+            start = [min(everyone[r][k][0] for r in n) - t0 for n in nodes]
+            cols["node_ready_skew_ms"].append(t0 - ready[early])
+            cols["late_node_done_ms"].append(done[late])
+            cols["early_node_done_ms"].append(done[early])
+            cols["late_node_start_ms"].append(start[late])
+            cols["early_node_start_ms"].append(start[early])
+        return {key: round(statistics.median(v) * 1e3, 3) for key, v in cols.items() if v}
+
+
+def thread_cpu_s():
+    """CPU seconds (user + system) so far of each of this process's threads, summed by thread name: tern names its
+    threads (tern-worker runs the collectives, tern-torch the backend's Work queue); torch's and gloo's carry the
+    process's name. Linux only; {} elsewhere."""
+    tick = os.sysconf("SC_CLK_TCK")
+    totals = {}
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return totals
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # the thread ended meanwhile
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        totals[name] = totals.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return totals
 
 
 def slowest_rank(times):
@@ -215,6 +269,7 @@ def main():
 
     times, losses, step = [], [], 0
     dist.barrier()
+    cpu_start = thread_cpu_s() if timeline is not None else {}
     wall_start = time.perf_counter()
     while step < total_steps:
         epoch = step // steps_per_epoch
@@ -228,6 +283,7 @@ def main():
             losses.append(loss)
             step += 1
     wall = time.perf_counter() - wall_start
+    cpu_end = thread_cpu_s() if timeline is not None else {}
 
     model.eval()
     with torch.no_grad():
@@ -284,6 +340,14 @@ def main():
     }
     if timeline is not None:
         summary["timeline"] = timeline.summary(a.warmup)
+        # CPU per training step by thread name, the mean over the ranks (every step, warm-up included): on a
+        # machine whose ranks outnumber its CPUs, what a backend's threads burn is taken from the ranks' compute.
+        mine = {k: cpu_end[k] - cpu_start.get(k, 0.0) for k in cpu_end}
+        everyone = [None] * world
+        dist.all_gather_object(everyone, mine)
+        names = sorted({k for d in everyone for k in d})
+        summary["timeline"]["cpu_ms_per_step"] = {
+            k: round(sum(d.get(k, 0.0) for d in everyone) / world / total_steps * 1e3, 3) for k in names}
     if rank == 0:
         print("DDP_SUMMARY " + json.dumps(summary), flush=True)
         if a.json:

@@ -1,6 +1,7 @@
 #include "work.hpp"
 
 #include <ATen/core/jit_type.h>
+#include <pthread.h>
 
 namespace tern::torch_backend {
 
@@ -97,6 +98,8 @@ void WorkQueue::stop() {
 }
 
 void WorkQueue::loop() {
+  // Named so that `top -H` and /proc/PID/task tell it from torch's own threads (15 characters at most).
+  pthread_setname_np(pthread_self(), "tern-torch");
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     changed_.wait(lock, [&] { return !queue_.empty() || stopping_; });

@@ -1,5 +1,7 @@
 #include "core/communicator.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -323,6 +325,8 @@ void Communicator::submit(const std::shared_ptr<Operation>& op, bool blocking) {
 }
 
 void Communicator::workerLoop() {
+  // Named so that `top -H` and /proc/PID/task show which thread is tern's (15 characters at most).
+  pthread_setname_np(pthread_self(), "tern-worker");
   std::unique_lock<std::mutex> lock(queueMutex_);
   for (;;) {
     queueChanged_.wait(lock, [&] { return stopping_ || (!queue_.empty() && !busy_); });

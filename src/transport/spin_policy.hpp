@@ -28,12 +28,27 @@ struct SpinPolicy {
   int64_t yieldPollNs = 0;
 };
 
-// The adaptive budget: one per communicator side (collectives, transport), used by one thread at a time.
+// The adaptive budgets: one per communicator side (collectives, transport), used by one thread at a time.
 class SpinBudget {
  public:
-  explicit SpinBudget(const SpinPolicy& p) : policy_(p), budgetNs_(p.maxSpinNs) {}
+  explicit SpinBudget(const SpinPolicy& p) : policy_(p), budgetNs_(p.maxSpinNs), yieldNs_(p.yieldPollNs) {}
   const SpinPolicy& policy() const { return policy_; }
   int64_t ns() const { return budgetNs_; }
+  // The yield poll adapts as the spin does. A wait it covered doubles it back towards the policy's; one that slept
+  // on past the policy's yield poll halves it (down to a sixteenth): such waits are for a peer that is not runnable
+  // (it waits on a slow link, or computes), and yielding through them costs a pair of context switches per round,
+  // taken from whoever computes on our CPU. A wait that ended within the policy's yield poll after sleeping sets it
+  // to cover that wait.
+  int64_t yieldNs() const { return yieldNs_; }
+  void yieldSucceeded() { yieldNs_ = std::min(policy_.yieldPollNs, yieldNs_ * 2); }
+  void yieldFailed() { yieldNs_ = std::max(policy_.yieldPollNs / 16, yieldNs_ / 2); }
+  void yieldSleptThrough(int64_t waitedNs) {
+    if (waitedNs > policy_.yieldPollNs) {
+      yieldFailed();
+    } else {
+      yieldNs_ = std::clamp(waitedNs + waitedNs / 2, policy_.yieldPollNs / 16, policy_.yieldPollNs);
+    }
+  }
   void succeeded() { budgetNs_ = std::min(policy_.maxSpinNs, budgetNs_ * 2 + 1000); }
   void failed() { budgetNs_ = std::max(policy_.minSpinNs, budgetNs_ / 2); }
   // A spin that failed, after which the wait slept and ended `waitedNs` after it began (spin included).
@@ -48,6 +63,7 @@ class SpinBudget {
  private:
   SpinPolicy policy_;
   int64_t budgetNs_;
+  int64_t yieldNs_;
 };
 
 // ownCpus: whether the ranks that share this machine's CPUs each have one of their own (ranksOwnCpus below).

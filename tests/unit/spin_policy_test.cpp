@@ -106,6 +106,28 @@ TEST(SpinBudget, AWaitThatSleptSetsTheNextBudgetToCoverItOrHalvesItWhenTooLong) 
   EXPECT_EQ(b.ns(), p.minSpinNs);
 }
 
+TEST(SpinBudget, TheYieldPollShrinksThroughLongWaitsAndRecoversWhenItCoversThem) {
+  SpinPolicy p = spinPolicyFor(false);
+  ASSERT_GT(p.yieldPollNs, 0);
+  SpinBudget b(p);
+  EXPECT_EQ(b.yieldNs(), p.yieldPollNs);
+  // Waits for a peer that is not runnable (it waits on a slow link, or computes) outlast the poll: halved, down to a
+  // sixteenth, never to nothing (a later wait must still be able to show that yielding pays again).
+  b.yieldSleptThrough(10 * p.yieldPollNs);
+  EXPECT_EQ(b.yieldNs(), p.yieldPollNs / 2);
+  for (int i = 0; i < 20; ++i) b.yieldFailed();
+  EXPECT_EQ(b.yieldNs(), p.yieldPollNs / 16);
+  // A wait that slept but ended within the policy's poll: the next poll covers it, with room to spare.
+  b.yieldSleptThrough(p.yieldPollNs / 2);
+  EXPECT_GE(b.yieldNs(), p.yieldPollNs / 2);
+  EXPECT_LE(b.yieldNs(), p.yieldPollNs);
+  // Polls that succeed double it back to the policy's, and no further.
+  for (int i = 0; i < 20; ++i) b.yieldSucceeded();
+  EXPECT_EQ(b.yieldNs(), p.yieldPollNs);
+  // The spin budget is a separate one.
+  EXPECT_EQ(b.ns(), p.maxSpinNs);
+}
+
 TEST(SpinBudget, AZeroPolicyNeverSpins) {
   SpinBudget b{SpinPolicy{}};
   b.succeeded();
@@ -114,6 +136,9 @@ TEST(SpinBudget, AZeroPolicyNeverSpins) {
   EXPECT_EQ(b.ns(), 0);
   b.sleptThrough(50000);
   EXPECT_EQ(b.ns(), 0);
+  b.yieldSucceeded();
+  b.yieldSleptThrough(100);
+  EXPECT_EQ(b.yieldNs(), 0);
 }
 
 }  // namespace

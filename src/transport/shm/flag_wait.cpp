@@ -34,20 +34,29 @@ void waitFlagSlow(const WaitScope& scope, const PeerFlag& flag, uint32_t target,
       }
     } while (Clock::now() < end);
   }
+  // Set when a yield poll ran out: the rest of the wait then tells the budget how long it would have had to last.
+  Clock::time_point yieldedFrom{};
   const auto arrived = [&] {
     if (spunFrom != Clock::time_point{}) {
       budget.sleptThrough(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - spunFrom).count());
     }
+    if (yieldedFrom != Clock::time_point{}) {
+      budget.yieldSleptThrough(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - yieldedFrom).count());
+    }
   };
-  if (const int64_t yieldNs = budget.policy().yieldPollNs; yieldNs > 0) {
-    const auto end = Clock::now() + std::chrono::nanoseconds(yieldNs);
+  if (budget.yieldNs() > 0) {
+    const Clock::time_point from = Clock::now();
+    const auto end = from + std::chrono::nanoseconds(budget.yieldNs());
     do {
       sched_yield();
       if (reached(word.load(std::memory_order_acquire), target)) {
         arrived();
+        budget.yieldSucceeded();
         return;
       }
     } while (Clock::now() < end);
+    yieldedFrom = from;
   } else if (sharesCpu) {
     for (int i = 0; i < budget.policy().yields; ++i) {
       sched_yield();

@@ -360,6 +360,7 @@ int ShmTransport::progress(int waitMs) {
   auto deadline = start + std::chrono::milliseconds(waitMs);
   // Spin first, unless every peer we wait for shares our CPU (see flag_wait.hpp for why); then sleep on our doorbell.
   const bool spins = spin_.ns() > 0 && pendingPeerOnAnotherCpu();
+  bool yielded = false;  // a yield poll ran out before the sleep below
   if (spins) {
     auto end = start + std::chrono::nanoseconds(spin_.ns());
     for (auto now = start; now < end; now = Clock::now()) {
@@ -380,14 +381,18 @@ int ShmTransport::progress(int waitMs) {
       // slot for the rest of the message.
       if (moved) end = now + std::chrono::nanoseconds(spin_.ns());
     }
-  } else if (const int64_t yieldNs = spin_.policy().yieldPollNs; yieldNs > 0) {
+  } else if (const int64_t yieldNs = spin_.yieldNs(); yieldNs > 0) {
     // Ranks outnumber the CPUs: the peer is most likely runnable but queued, often on our CPU; yielding runs it at
     // once where a sleep would add a wake-up to every message (transport/spin_policy.hpp).
     const auto end = std::min(deadline, start + std::chrono::nanoseconds(yieldNs));
     do {
       sched_yield();
-      if ((completed = pass()) > 0) return completed;
+      if ((completed = pass()) > 0) {
+        spin_.yieldSucceeded();
+        return completed;
+      }
     } while (Clock::now() < end);
+    yielded = true;
   } else {
     for (int i = 0; i < spin_.policy().yields; ++i) {
       sched_yield();
@@ -406,13 +411,18 @@ int ShmTransport::progress(int waitMs) {
     }
     me.doorbellWaiters.fetch_sub(1, std::memory_order_release);
     if (completed > 0 || (completed = pass()) > 0) {
-      // The spin ran out before this arrived: the budget learns how long it would have had to last.
-      if (spins) spin_.sleptThrough(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+      // The spin or the yield poll ran out before this arrived: the budget learns how long it would have had to last.
+      const int64_t waitedNs = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+      if (spins) spin_.sleptThrough(waitedNs);
+      if (yielded) spin_.yieldSleptThrough(waitedNs);
       return completed;
     }
     if ((completed = checkPeers()) > 0) return completed;
     if (Clock::now() >= deadline) {
       if (spins) spin_.failed();
+      // A wait that outlasted the yield poll; the caller comes back for the rest of it.
+      if (yielded)
+        spin_.yieldSleptThrough(std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - start).count());
       return 0;
     }
   }

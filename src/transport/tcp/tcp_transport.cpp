@@ -876,10 +876,11 @@ int TcpTransport::progressOnce(int waitMs) {
 int TcpTransport::spinForCompletion(int waitMs) {
   constexpr double kStreamingBytesPerNs = 0.5;  // 500 MB/s: loopback and fast NICs stream, 1 Gb/s links do not
   // Ranks that outnumber the CPUs yield between rounds, for up to the policy's yield poll: the peer we wait for is
-  // most likely queued behind another rank, and yielding runs it (transport/spin_policy.hpp).
-  const bool yieldPoll = spin_.policy().yieldPollNs > 0;
-  const auto budget =
-      std::chrono::nanoseconds(yieldPoll ? std::max(spin_.ns(), spin_.policy().yieldPollNs) : spin_.ns());
+  // most likely queued behind another rank, and yielding runs it (transport/spin_policy.hpp). Only where we wait for
+  // a peer of our own host: one on another host is not queued on our CPUs, and its bytes come at the link's pace
+  // (where the job's "hosts" share one machine, as network namespaces do, they still cross a link of their own).
+  const bool yieldPoll = spin_.yieldNs() > 0 && waitsOnSameHostPeer();
+  const auto budget = std::chrono::nanoseconds(yieldPoll ? std::max(spin_.ns(), spin_.yieldNs()) : spin_.ns());
   if (budget.count() <= 0) return 0;
   const Clock::time_point start = Clock::now();
   const Clock::time_point end = start + std::chrono::milliseconds(waitMs);
@@ -899,6 +900,7 @@ int TcpTransport::spinForCompletion(int waitMs) {
     if (!busy) return completed;
     if (completed > 0) {
       spin_.succeeded();
+      if (yieldPoll) spin_.yieldSucceeded();
       return completed;
     }
     if (abortSignal_.raised() || noticed_.load(std::memory_order_acquire)) return 0;
@@ -914,11 +916,24 @@ int TcpTransport::spinForCompletion(int waitMs) {
         break;
       }
     }
-    if (now >= idleUntil || now >= end) break;
+    if (now >= idleUntil || now >= end) {
+      if (yieldPoll) spin_.yieldFailed();  // the wait goes on asleep, past the yield poll
+      break;
+    }
     if (yieldPoll) sched_yield();
   }
   spin_.failed();
   return 0;
+}
+
+bool TcpTransport::waitsOnSameHostPeer() const {
+  for (size_t p = 0; p < channels_.size(); ++p) {
+    if (!sameHost_[p]) continue;
+    for (const auto& c : channels_[p]) {
+      if (c.fd >= 0 && (wantsSend(c) || wantsRecv(c))) return true;
+    }
+  }
+  return false;
 }
 
 bool TcpTransport::hasPending() const {

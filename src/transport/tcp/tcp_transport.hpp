@@ -149,6 +149,8 @@ class TcpTransport : public Transport {
   void queueSend(int peer, int socket, Part part);
   int progressOnce(int waitMs);
   int spinForCompletion(int waitMs);
+  // Whether a socket to a peer of this rank's host has a send or receive pending (the yield poll's condition).
+  bool waitsOnSameHostPeer() const;
   int drive(Channel& c);
   int driveSends(Channel& c);
   int driveRecvs(Channel& c);
