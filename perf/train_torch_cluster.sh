@@ -3,8 +3,8 @@
 # digits) on a simulated cluster of NODES nodes x PER_NODE ranks with RATE links (default 2 x 2 at 1 Gb/s), in three
 # configurations, and issue 15's targets:
 #   gloo         init_process_group("gloo"), DDP's own allreduce         the baseline
-#   tern         init_process_group("tern"), DDP's own allreduce         step time >= 1.3x shorter than gloo's
-#   tern-sign    tern + compressed_allreduce_hook("sign")                step time >= 3x shorter than gloo's, test
+#   tern         init_process_group("tern"), DDP's own allreduce         time per step >= 1.3x shorter than gloo's
+#   tern-sign    tern + compressed_allreduce_hook("sign")                time per step >= 3x shorter than gloo's, test
 #                                                                        accuracy within 1 point of tern's
 # (and, as a sanity check, tern's accuracy within 1 point of gloo's: the same training on another backend).
 #
@@ -125,7 +125,7 @@ run_job() {
 
 declare -A SAMPLES=()
 TEARDOWN_FAILURES=()
-FIELDS=(step_ms compute_ms exposed_comm_ms test_acc param_spread train_wall_s)
+FIELDS=(period_ms step_ms compute_ms exposed_comm_ms test_acc param_spread train_wall_s)
 configs=(gloo tern tern-sign)
 for ((round = 1; round <= ROUNDS; round++)); do
   for ((k = 0; k < ${#configs[@]}; k++)); do
@@ -160,8 +160,8 @@ d = json.load(open(sys.argv[1]))
 print(" ".join(str(d[k]) for k in sys.argv[2:]))' "$json" "${FIELDS[@]}") || exit 2
     read -r -a vals <<<"$values"
     for ((f = 0; f < ${#FIELDS[@]}; f++)); do SAMPLES[$cfg/${FIELDS[f]}]="${SAMPLES[$cfg/${FIELDS[f]}]:-} ${vals[f]}"; done
-    echo "   step ${vals[0]} ms, compute ${vals[1]} ms, exposed communication ${vals[2]} ms, test accuracy" \
-      "${vals[3]}%, parameter spread across ranks ${vals[4]}; job $((SECONDS - start)) s"
+    echo "   period ${vals[0]} ms, step ${vals[1]} ms, compute ${vals[2]} ms, exposed communication ${vals[3]} ms," \
+      "test accuracy ${vals[4]}%, parameter spread across ranks ${vals[5]}; job $((SECONDS - start)) s"
     "$PYTHON" -c 'import json, sys
 t = json.load(open(sys.argv[1])).get("timeline")
 if t:
@@ -184,12 +184,13 @@ stat() {
 
 echo
 echo "# medians of $ROUNDS rounds; spreads are min..max"
-printf "%-10s %9s %9s %17s %11s %16s %16s %13s\n" config test_acc step_ms step_spread compute_ms exposed_comm_ms \
-  exposed_spread param_spread
+printf "%-10s %9s %9s %17s %9s %17s %11s %16s %13s\n" config test_acc period_ms period_spread step_ms step_spread \
+  compute_ms exposed_comm_ms param_spread
 for cfg in "${configs[@]}"; do
-  printf "%-10s %8s%% %9s %17s %11s %16s %16s %13s\n" "$cfg" "$(stat "$cfg/test_acc")" "$(stat "$cfg/step_ms")" \
+  printf "%-10s %8s%% %9s %17s %9s %17s %11s %16s %13s\n" "$cfg" "$(stat "$cfg/test_acc")" \
+    "$(stat "$cfg/period_ms")" "$(stat "$cfg/period_ms" spread)" "$(stat "$cfg/step_ms")" \
     "$(stat "$cfg/step_ms" spread)" "$(stat "$cfg/compute_ms")" "$(stat "$cfg/exposed_comm_ms")" \
-    "$(stat "$cfg/exposed_comm_ms" spread)" "$(stat "$cfg/param_spread" spread)"
+    "$(stat "$cfg/param_spread" spread)"
 done
 echo
 
@@ -203,15 +204,19 @@ check() {  # description, a, b, awk condition over a and b
   fi
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
-step_g=$(stat gloo/step_ms)
-step_t=$(stat tern/step_ms)
-step_s=$(stat tern-sign/step_ms)
+# The targets judge the time per step of training (period_ms); the slowest rank's step median (step_ms) is shown
+# beside it (see ddp_train.py's Timing for why the two differ).
+step_g=$(stat gloo/period_ms)
+step_t=$(stat tern/period_ms)
+step_s=$(stat tern-sign/period_ms)
+slow_g=$(stat gloo/step_ms)
 acc_g=$(stat gloo/test_acc)
 acc_t=$(stat tern/test_acc)
 acc_s=$(stat tern-sign/test_acc)
-check "tern's step is >= 1.3x shorter than gloo's ($step_t ms vs $step_g ms: $(ratio "$step_g" "$step_t"))" \
-  "$step_g" "$step_t" "a >= 1.3 * b"
-check "tern + sign hook's step is >= 3x shorter than gloo's ($step_s ms vs $step_g ms: $(ratio "$step_g" "$step_s"))" \
+check "tern's step is >= 1.3x shorter than gloo's ($step_t ms vs $step_g ms per step: $(ratio "$step_g" "$step_t"); \
+slowest rank's step median $(ratio "$slow_g" "$(stat tern/step_ms)"))" "$step_g" "$step_t" "a >= 1.3 * b"
+check "tern + sign hook's step is >= 3x shorter than gloo's ($step_s ms vs $step_g ms per step: \
+$(ratio "$step_g" "$step_s"); slowest rank's step median $(ratio "$slow_g" "$(stat tern-sign/step_ms)"))" \
   "$step_g" "$step_s" "a >= 3 * b"
 check "tern + sign hook reaches tern's accuracy within 1 point ($acc_s% vs $acc_t%)" "$acc_s" "$acc_t" "a >= b - 1"
 check "tern trains as gloo does: accuracy within 1 point ($acc_t% vs $acc_g%)" "$acc_t" "$acc_g" \
