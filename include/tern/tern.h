@@ -92,12 +92,17 @@ typedef struct {
   int nSocketsPerPeer;  /**< TCP sockets per peer (default TERN_NSOCKS, 2). */
   const char* algo;     /**< Algorithm selection, TERN_ALGO syntax. */
   const char* commName; /**< Name shown in log lines. */
+  /** Codec that this communicator's sum and average allreduces may compress with where the model finds it pays,
+   * TERN_COMPRESS syntax ("bf16", "sign", "topk:0.01", ...); "" for none. Replaces TERN_COMPRESS for this
+   * communicator (and the communicators split from it); TERN_COMPRESS_WHEN and TERN_COMPRESS_MIN_BYTES still apply.
+   * A codec that does not parse fails init with ternInvalidArgument. */
+  const char* compress;
 } ternConfig_t;
 
 #define TERN_CONFIG_INITIALIZER                                                                               \
   {                                                                                                           \
     sizeof(ternConfig_t), TERN_CONFIG_MAGIC, TERN_VERSION_CODE, TERN_CONFIG_UNDEF_INT, TERN_CONFIG_UNDEF_INT, \
-        TERN_CONFIG_UNDEF_INT, TERN_CONFIG_UNDEF_PTR, TERN_CONFIG_UNDEF_PTR                                   \
+        TERN_CONFIG_UNDEF_INT, TERN_CONFIG_UNDEF_PTR, TERN_CONFIG_UNDEF_PTR, TERN_CONFIG_UNDEF_PTR            \
   }
 
 /* ---------------------------------------------------------------------------------------------------------------

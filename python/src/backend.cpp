@@ -35,7 +35,7 @@ at::Tensor concatenated(const std::vector<at::Tensor>& tensors, const char* coll
 }  // namespace
 
 Backend::Backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout,
-                 const std::string& groupName)
+                 const std::string& groupName, const std::string& compress)
     : c10d::Backend(rank, size) {
   TORCH_CHECK(store, "tern: no store to bootstrap through");
   TORCH_CHECK(size >= 1 && rank >= 0 && rank < size, "tern: rank ", rank, " is outside a group of size ", size);
@@ -61,6 +61,7 @@ Backend::Backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int siz
   }
   const std::string name = "torch:" + groupName;
   config.commName = name.c_str();
+  if (!compress.empty()) config.compress = compress.c_str();
   check(ternCommInitRankConfig(&comm_, size, id, rank, &config), "init");
 }
 

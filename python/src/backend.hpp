@@ -25,9 +25,10 @@ namespace tern::torch_backend {
 class Backend final : public c10d::Backend {
  public:
   // store: the group's store (torch prefixes it per group); timeout: the group's timeout, which becomes tern's
-  // timeout for every wait unless TERN_TIMEOUT is set in the environment.
+  // timeout for every wait unless TERN_TIMEOUT is set in the environment; compress: the codec the group's sum and
+  // average allreduces may compress with (ternConfig_t.compress; "" leaves TERN_COMPRESS in charge).
   Backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout,
-          const std::string& groupName);
+          const std::string& groupName, const std::string& compress = "");
   ~Backend() override;
 
   const std::string getBackendName() const override { return "tern"; }

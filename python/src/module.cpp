@@ -17,12 +17,14 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<Backend, c10d::Backend, c10::intrusive_ptr<Backend>>(m, "Backend")
       .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                       std::chrono::milliseconds timeout, const std::string& groupName) {
-             return c10::make_intrusive<Backend>(store, rank, size, timeout, groupName);
+                       std::chrono::milliseconds timeout, const std::string& groupName, const std::string& compress) {
+             return c10::make_intrusive<Backend>(store, rank, size, timeout, groupName, compress);
            }),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"), py::arg("group_name") = "",
-           py::call_guard<py::gil_scoped_release>(),
-           "Joins the group's tern communicator: rank 0 publishes a unique id in the store, the others read it.")
+           py::arg("compress") = "", py::call_guard<py::gil_scoped_release>(),
+           "Joins the group's tern communicator: rank 0 publishes a unique id in the store, the others read it. "
+           "compress: the codec its sum and average allreduces may compress with (TERN_COMPRESS syntax; \"\" keeps "
+           "TERN_COMPRESS).")
       .def("allreduce_compressed", &Backend::allreduceCompressed, py::arg("tensor"), py::arg("codec"), py::arg("key"),
            py::arg("average"), py::call_guard<py::gil_scoped_release>(),
            "Compressed allreduce in place (sign, qsgd:B, topk:R, fp16, bf16), error feedback kept per key.");

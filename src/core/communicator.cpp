@@ -66,6 +66,10 @@ CommOptions resolveOptions(const ternConfig_t* config) {
   o.timeoutMs = k.timeoutSec * 1000;
   o.socketsPerPeer = k.nSocketsPerPeer;
   o.algo = k.algo;
+  o.compress = k.compress;
+  const char* compressFrom = "TERN_COMPRESS";
+  // Whether a config from an older header (its size says how far it reaches) holds a field.
+  const auto holds = [config](size_t offset, size_t bytes) { return config->size >= offset + bytes; };
   if (config != nullptr) {
     if (config->magic != TERN_CONFIG_MAGIC || config->size < offsetof(ternConfig_t, commName)) {
       throwError(ternInvalidArgument, "config was not initialized with TERN_CONFIG_INITIALIZER");
@@ -76,9 +80,22 @@ CommOptions resolveOptions(const ternConfig_t* config) {
     }
     if (config->nSocketsPerPeer != TERN_CONFIG_UNDEF_INT) o.socketsPerPeer = config->nSocketsPerPeer;
     if (config->algo != nullptr) o.algo = config->algo;
-    if (config->size >= sizeof(ternConfig_t) && config->commName != nullptr) o.name = config->commName;
+    if (holds(offsetof(ternConfig_t, commName), sizeof(config->commName)) && config->commName != nullptr) {
+      o.name = config->commName;
+    }
+    if (holds(offsetof(ternConfig_t, compress), sizeof(config->compress)) && config->compress != nullptr) {
+      o.compress = config->compress;
+      compressFrom = "config.compress";
+    }
   }
   AlgoOverride::parse(o.algo);  // validate early: a bad TERN_ALGO fails init with a clear message
+  if (!o.compress.empty()) {
+    try {
+      compress::makeCodec(o.compress);  // likewise a codec that does not parse
+    } catch (const Error& e) {
+      throwError(ternInvalidArgument, "%s \"%s\": %s", compressFrom, o.compress.c_str(), e.what());
+    }
+  }
   return o;
 }
 
@@ -641,7 +658,7 @@ Compressor* Communicator::defaultCompressor(const void* key, size_t count, ternD
   auto k = std::make_tuple(key, count, static_cast<int>(dtype));
   auto it = defaultCompressors_.find(k);
   if (it != defaultCompressors_.end()) return it->second.get();
-  auto c = Compressor::create(knobs().compress, nullptr, count, dtype);
+  auto c = Compressor::create(options_.compress, nullptr, count, dtype);
   Compressor* raw = c.get();
   defaultCompressors_.emplace(k, std::move(c));
   return raw;
@@ -673,17 +690,16 @@ bool Communicator::compressionPays(const CollArgs& args, const std::string& code
 
 bool Communicator::mayCompressImplicitly(const CollArgs& args) {
   const Knobs& k = knobs();
-  if (k.compress.empty() || (args.op != ternSum && args.op != ternAvg) ||
+  if (options_.compress.empty() || (args.op != ternSum && args.op != ternAvg) ||
       !compress::codecInputTypeSupported(args.dtype) ||
       args.count * dataTypeSize(args.dtype) < static_cast<size_t>(k.compressMinBytes) || nranks_ <= 1) {
     return false;
   }
-  compress::makeCodec(k.compress);  // a bad TERN_COMPRESS is an error of this call (ternInvalidArgument)
   return true;
 }
 
 Compressor* Communicator::implicitCompressor(const CollArgs& args, void* recvbuff) {
-  if (!mayCompressImplicitly(args) || !compressionPays(args, knobs().compress)) return nullptr;
+  if (!mayCompressImplicitly(args) || !compressionPays(args, options_.compress)) return nullptr;
   return defaultCompressor(recvbuff, args.count, args.dtype);
 }
 

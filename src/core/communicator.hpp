@@ -45,6 +45,7 @@ struct CommOptions {
   int socketsPerPeer = 2;
   std::string algo;
   std::string name;
+  std::string compress;  // the implicit codec (TERN_COMPRESS, or ternConfig_t.compress); "" for none
 };
 
 CommOptions resolveOptions(const ternConfig_t* config);

@@ -75,6 +75,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const tern
   inherited.timeoutMs = options_.timeoutMs;
   inherited.nSocketsPerPeer = options_.socketsPerPeer;
   inherited.algo = options_.algo.c_str();
+  inherited.compress = options_.compress.c_str();
   const CommOptions opts = resolveOptions(config != nullptr ? config : &inherited);
   return create(static_cast<int>(members.size()), UniqueIdData::unpack(ids[members[0]]), newRank, opts);
 }

@@ -32,3 +32,9 @@ def test_fsdp2_on_tern_matches_fsdp2_on_gloo():
 def test_tern_compress_reaches_unmodified_code():
     env = {"TERN_COMPRESS": "bf16", "TERN_COMPRESS_WHEN": "always"}
     check(run_ranks(2, "training_worker.py", "envcompress", env=env, timeout=300))
+
+
+def test_a_groups_options_compress_its_allreduce():
+    reports = check(run_ranks(2, "training_worker.py", "optioncompress", env={"TERN_COMPRESS_WHEN": "always"},
+                              timeout=300))
+    assert all("bf17" in rep["bad_codec_error"] for rep in reports), reports

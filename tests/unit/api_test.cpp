@@ -6,6 +6,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <thread>
@@ -75,6 +76,20 @@ TEST(Api, InvalidArgumentsAreRejectedWithAMessage) {
   ternConfig_t bad = TERN_CONFIG_INITIALIZER;
   bad.magic = 0;
   EXPECT_EQ(ternCommInitRankConfig(&comm, 1, id, 0, &bad), ternInvalidArgument);
+  // A codec that does not parse fails init, naming the field and the codec; one that does is taken.
+  ternConfig_t codec = TERN_CONFIG_INITIALIZER;
+  codec.compress = "bf17";
+  EXPECT_EQ(ternCommInitRankConfig(&comm, 1, makeInprocUniqueId().pack(), 0, &codec), ternInvalidArgument);
+  EXPECT_NE(std::strstr(ternGetLastError(nullptr), "config.compress \"bf17\""), nullptr) << ternGetLastError(nullptr);
+  codec.compress = "bf16";
+  ASSERT_EQ(ternCommInitRankConfig(&comm, 1, makeInprocUniqueId().pack(), 0, &codec), ternSuccess);
+  EXPECT_EQ(ternCommDestroy(comm), ternSuccess);
+  // A config from an older header, which ends before compress, still initializes (its size says where it ends).
+  ternConfig_t older = TERN_CONFIG_INITIALIZER;
+  older.size = offsetof(ternConfig_t, compress);
+  older.compress = "bf17";  // beyond what that header knew: never read
+  ASSERT_EQ(ternCommInitRankConfig(&comm, 1, makeInprocUniqueId().pack(), 0, &older), ternSuccess);
+  EXPECT_EQ(ternCommDestroy(comm), ternSuccess);
 }
 
 TEST(Api, CountRankAndSingleRank) {

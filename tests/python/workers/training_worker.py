@@ -8,6 +8,10 @@
   fsdp       FSDP2 fully_shard on gloo and on tern: the parameters must agree within float tolerance
   envcompress  an unmodified all_reduce under TERN_COMPRESS=bf16 (TERN_COMPRESS_WHEN=always): the result must be
              the bf16-rounded sum, not the exact one (the path for code that cannot register a hook)
+  optioncompress  the same through a group's options, new_group(backend="tern",
+             pg_options=tern.torch.Options(compress="bf16")) (TERN_COMPRESS_WHEN=always, no TERN_COMPRESS): that
+             group's all_reduce is bf16-rounded while the default group's stays exact; a codec that does not parse
+             fails the group's creation on every rank with a message naming it
 
 Prints one JSON line with the findings.
 """
@@ -146,20 +150,43 @@ def fsdp_case(report):
         report["failures"].append(f"FSDP2 on tern and gloo end {diff} apart (limit 1e-5)")
 
 
-def envcompress_case(report):
-    n = 1 << 16  # 256 KiB: above TERN_COMPRESS_MIN_BYTES
+def bf16_sum_error(group=None):
+    """The largest relative error of an all_reduce of 256 KiB (above TERN_COMPRESS_MIN_BYTES) on group."""
+    n = 1 << 16
     world = dist.get_world_size()
     inputs = [1.0 + torch.arange(n, dtype=torch.float64) * 1e-4 + r * 1e-3 for r in range(world)]
     t = inputs[dist.get_rank()].float()
-    dist.all_reduce(t)
+    dist.all_reduce(t, group=group)
     exact = sum(inputs)
-    err = (t.double() - exact).abs() / exact.abs()
-    report["max_relative_error"] = err.max().item()
+    return ((t.double() - exact).abs() / exact.abs()).max().item()
+
+
+def envcompress_case(report):
+    err = bf16_sum_error()
+    report["max_relative_error"] = err
     # bf16 keeps 8 significant bits: each rank's input and the sum round once or twice at 2^-9 relative.
-    if not err.max().item() <= 3 * 2.0**-9:
-        report["failures"].append(f"relative error {err.max().item():.3g} is beyond bf16 rounding")
-    if not err.max().item() > 1e-6:
+    if not err <= 3 * 2.0**-9:
+        report["failures"].append(f"relative error {err:.3g} is beyond bf16 rounding")
+    if not err > 1e-6:
         report["failures"].append("the result is exact: TERN_COMPRESS=bf16 did not compress")
+
+
+def optioncompress_case(report):
+    group = dist.new_group(backend="tern", pg_options=tern.torch.Options(compress="bf16"))
+    err = bf16_sum_error(group)
+    report["max_relative_error"] = err
+    if not 1e-6 < err <= 3 * 2.0**-9:
+        report["failures"].append(f"Options(compress='bf16'): relative error {err:.3g}, not bf16 rounding")
+    plain = bf16_sum_error()
+    if not plain < 1e-6:
+        report["failures"].append(f"the default group (no option, no TERN_COMPRESS) is not exact: {plain:.3g}")
+    try:
+        dist.new_group(backend="tern", pg_options=tern.torch.Options(compress="bf17"))
+        report["failures"].append("Options(compress='bf17') made a group")
+    except Exception as e:
+        report["bad_codec_error"] = str(e)
+        if "bf17" not in str(e):
+            report["failures"].append(f"the error for Options(compress='bf17') does not name it: {e}")
 
 
 def main():
@@ -176,6 +203,8 @@ def main():
         fsdp_case(report)
     elif what == "envcompress":
         envcompress_case(report)
+    elif what == "optioncompress":
+        optioncompress_case(report)
     dist.barrier()
     print(json.dumps(report), flush=True)
     dist.destroy_process_group()
