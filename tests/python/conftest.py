@@ -32,6 +32,7 @@ def reserved_port():
 class RankResult:
     def __init__(self, rank, returncode, stdout, stderr, seconds):
         self.rank, self.returncode, self.stdout, self.stderr, self.seconds = rank, returncode, stdout, stderr, seconds
+        self.killed_at = None  # run_ranks(kill=...): when the victim was killed (time.time())
 
     def report(self):
         """The JSON object the worker printed last on stdout (its findings)."""
@@ -68,6 +69,7 @@ def _run_ranks_on(port, world, worker, args, env, timeout, kill):
             time.sleep(0.1)
         time.sleep(after)
         procs[victim].kill()
+        killed_at = time.time()
     results = []
     deadline = start + timeout
     for rank, p in enumerate(procs):
@@ -79,6 +81,8 @@ def _run_ranks_on(port, world, worker, args, env, timeout, kill):
             out, err = p.communicate()
             err += f"\n[test] rank {rank} killed after the {timeout} s deadline"
         results.append(RankResult(rank, p.returncode, out, err, time.monotonic() - start))
+        if kill is not None:
+            results[-1].killed_at = killed_at  # wall clock, as the workers' reports give it
     return results
 
 

@@ -13,6 +13,9 @@ def test_collectives_match_the_reference_and_gloo(world):
     reports = [r.report() for r in results]
     failures = [f for rep in reports for f in rep["failures"]]
     assert not failures, f"{len(failures)} failed checks:\n" + "\n".join(failures[:60])
-    # Every rank went through the matrix (roots check more than the others), and Gloo took part where it can.
-    assert min(rep["checked"] for rep in reports) > 500, [rep["checked"] for rep in reports]
-    assert min(rep["gloo_compared"] for rep in reports) > 50, [rep["gloo_compared"] for rep in reports]
+    # Every rank went through the matrix (roots check more than the others) blocking and with async_op=True, and
+    # Gloo's result was compared wherever Gloo supports the case (it declines PREMUL_SUM, AVG, the list all_to_all,
+    # some dtypes).
+    assert min(rep["checked"] for rep in reports) > 2000, [rep["checked"] for rep in reports]
+    assert min(rep["async_checked"] for rep in reports) > 1000, [rep["async_checked"] for rep in reports]
+    assert min(rep["gloo_compared"] for rep in reports) > 500, [rep["gloo_compared"] for rep in reports]

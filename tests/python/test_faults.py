@@ -34,8 +34,27 @@ def test_a_killed_rank_fails_every_other_ranks_work_in_time(transport):
         # TCP a ring neighbour that met the death first closes its connections) and what the survivor was doing.
         assert re.search(r"rank [0-9]+ .*(died|closed|exited|killed|aborted)", rep["error"]), rep["error"]
         assert "allreduce" in rep["error"], rep["error"]
-        # Within 2 x TERN_TIMEOUT of the kill (2 s after ready; the loop ran until then).
-        assert rep["seconds"] < 2.0 + 2 * TIMEOUT_S + 30, rep
+        # The Work the kill met failed, and so did every one queued behind it (three are posted before the first
+        # wait; none behind a failure succeeds or hangs), the last within 2 x TERN_TIMEOUT of the kill.
+        assert rep["pending_failed"] >= 1 and rep["succeeded_after_failure"] == 0, rep
+        assert rep["all_failed_at"] - r.killed_at < 2 * TIMEOUT_S, (rep, r.killed_at)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_abort_fails_the_running_and_the_queued_work_on_every_rank(transport):
+    env = {"TERN_TIMEOUT": str(TIMEOUT_S), **TRANSPORTS[transport]}
+    results = run_ranks(2, "faults_worker.py", "abort", env=env, timeout=120)
+    reps = reports(results)
+    assert all(rep is not None for rep in reps), [r.stderr[-3000:] for r in results]
+    # The aborting rank: the call inside the communicator and the two queued behind it all raise, at once.
+    assert reps[0]["failed"] == 3, reps[0]
+    assert all("DistBackendError" in e for e in reps[0]["errors"]), reps[0]
+    assert any("abort" in e for e in reps[0]["errors"]), reps[0]
+    assert reps[0]["abort_seconds"] < 5, reps[0]
+    # Its peer, which joins later, meets a closed group by its second call at the latest: an error, within the
+    # timeout, not a hang.
+    assert reps[1]["error"] and "DistBackendError" in reps[1]["error"] and reps[1]["calls"] <= 1, reps[1]
+    assert reps[1]["seconds"] < 2 * TIMEOUT_S + 30, reps[1]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -2,13 +2,16 @@
 
 Every collective torch.distributed offers on CPU runs on the tern process group, for every dtype tern carries (plus
 bool and complex), every reduce op, sizes 0/1/7/1023 (2^20+3 for float32 on the main paths), blocking and
-async_op=True, in and out of place, contiguous and not, on the whole world and on subgroups. Each result is checked
-against an independent reference computed here from every rank's inputs (float64 / Python integers, in rank
-order; every rank can compute every rank's input) and, where Gloo supports the case, against the Gloo backend's
-result on the same inputs. Inputs are small integers (sums and products exact in every dtype), so results must be
-equal, except averages of floats, which may differ from the exact quotient by one rounding.
+async_op=True, in and out of place, contiguous and not, on the whole world and on subgroups. The matrix runs three
+times through one proxy (C below): on the tern group blocking, on the tern group with async_op=True (each Work
+waited on, then checked complete; send/recv as isend/irecv), and on a Gloo group over the same ranks. Each tern
+result is checked against an independent reference computed here from every rank's inputs (float64 / Python
+integers, in rank order; every rank can compute every rank's input), and, where Gloo supports the case, against
+the Gloo backend's result on the same inputs. Inputs are small integers (sums and products exact in every dtype),
+so results must be equal, except averages of floats, which may differ from the exact quotient by one rounding.
+Unsupported requests (bitwise reductions, receiving from any source) must fail with a clear error.
 
-Prints one JSON line {"checked": N, "failures": [...], "gloo_compared": M}.
+Prints one JSON line {"checked": N, "failures": [...], "gloo_compared": M, "async_checked": A}.
 """
 
 import json
@@ -24,16 +27,45 @@ R = dist.ReduceOp
 SIZES = [0, 1, 7, 1023]
 BIG = 2**20 + 3
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int32,
-          torch.int64, torch.bool, torch.complex64]
+          torch.int64, torch.bool, torch.complex64, torch.complex128]
 FLOATS = {torch.float32, torch.float64, torch.float16, torch.bfloat16}
 
 failures = []
 checked = 0
 gloo_compared = 0
+async_checked = 0
+MODE = "tern"  # which pass of the matrix runs: "tern" (blocking), "async" (tern, async_op=True) or "gloo"
+RESULTS = {"tern": {}, "gloo": {}}  # what -> (result, is an average): the blocking passes' results, compared at the end
 
 
 def fail(what, detail):
     failures.append(f"rank {RANK}: {what}: {detail}")
+
+
+class _Collectives:
+    """torch.distributed's functions as the current pass calls them: on the Gloo group in the "gloo" pass, with
+    async_op=True (the Work waited on and checked complete) in the "async" pass; send/recv become isend/irecv there.
+    In the async pass a call returns its Work."""
+
+    def __getattr__(self, name):
+        def call(*args, **kwargs):
+            if MODE == "gloo":
+                kwargs.setdefault("group", GLOO)
+            if MODE != "async":
+                return getattr(dist, name)(*args, **kwargs)
+            if name in ("send", "recv"):
+                work = getattr(dist, "i" + name)(*args, **kwargs)
+            else:
+                work = getattr(dist, name)(*args, async_op=True, **kwargs)
+            work.wait()
+            if not work.is_completed():
+                fail(f"{name} async", "the Work is not completed after wait()")
+            return work
+
+        return call
+
+
+C = _Collectives()
 
 
 def value(rank, i, dtype, salt=0):
@@ -48,9 +80,10 @@ def value(rank, i, dtype, salt=0):
 
 def make(rank, n, dtype, salt=0, shape=None):
     vals = [value(rank, i, dtype, salt) for i in range(n)]
-    if dtype == torch.complex64:
+    if dtype.is_complex:
+        part = torch.float32 if dtype == torch.complex64 else torch.float64
         im = [value(rank, i, torch.int32, salt + 1) for i in range(n)]
-        t = torch.complex(torch.tensor(vals, dtype=torch.float32), torch.tensor(im, dtype=torch.float32))
+        t = torch.complex(torch.tensor(vals, dtype=part), torch.tensor(im, dtype=part))
     else:
         t = torch.tensor(vals, dtype=torch.int64).to(dtype) if dtype != torch.bool else torch.tensor(vals, dtype=torch.bool)
     return t.reshape(shape) if shape is not None else t
@@ -84,6 +117,22 @@ def reference(inputs, op, dtype, n_ranks):
 
 
 def same(got, want, what, average=False):
+    """Judges a tern result against the reference; in the Gloo pass only records Gloo's result for compare_with_gloo.
+    """
+    if MODE == "gloo":
+        # What a collective leaves in buffers it does not define (a non-root's reduce tensor) is not compared.
+        if "leaves" not in what:
+            RESULTS["gloo"][what] = (got.clone(), average)
+        return
+    global async_checked
+    if MODE == "tern":
+        RESULTS["tern"][what] = (got.clone(), average)
+    else:
+        async_checked += 1
+    check(got, want, what if MODE == "tern" else f"{what} [{MODE}]", average)
+
+
+def check(got, want, what, average=False):
     global checked
     checked += 1
     if got.dtype != want.dtype or got.shape != want.shape:
@@ -112,22 +161,22 @@ def ops_for(dtype):
     return [R.SUM, R.PRODUCT, R.MIN, R.MAX, R.AVG]
 
 
-def gloo_try(fn):
-    """Runs fn on the Gloo group; None when Gloo does not support the case (then only the reference judges)."""
+def compare_with_gloo():
+    """tern's blocking results against Gloo's for every case both ran (Gloo declines some: PREMUL_SUM, some dtypes)."""
     global gloo_compared
-    try:
-        r = fn()
-    except (RuntimeError, ValueError, TypeError):
-        return None
-    gloo_compared += 1
-    return r
+    for what, (got, average) in RESULTS["tern"].items():
+        if what in RESULTS["gloo"]:
+            gloo_compared += 1
+            check(got, RESULTS["gloo"][what][0], what + " vs gloo", average)
 
 
 def case(fn, what):
     try:
         fn()
-    except Exception:  # a raised error is a finding, and the matrix goes on
-        fail(what, traceback.format_exc(limit=3).strip().splitlines()[-1])
+    except Exception:  # a raised error is a finding, and the matrix goes on (Gloo's refusals are not ours)
+        if MODE != "gloo":
+            fail(what if MODE == "tern" else f"{what} [{MODE}]",
+                 traceback.format_exc(limit=3).strip().splitlines()[-1])
 
 
 def all_reduce_cases(dtype, n):
@@ -137,32 +186,23 @@ def all_reduce_cases(dtype, n):
         want = reference(inputs, op, dtype, WORLD)
         avg = op == R.AVG
 
-        def blocking():
+        def all_reduce():
             t = inputs[RANK].clone()
-            dist.all_reduce(t, op=op)
+            work = C.all_reduce(t, op=op)
             same(t, want, what, avg)
-            if not avg:
-                g = gloo_try(lambda: (lambda x: (dist.all_reduce(x, op=op, group=GLOO), x)[1])(inputs[RANK].clone()))
-                if g is not None:
-                    same(t, g, what + " vs gloo")
+            if MODE == "async":
+                # The future holds the output; torch hands complex tensors to backends as their real view (as it
+                # does for Gloo and NCCL).
+                check(work.get_future().value()[0], torch.view_as_real(want) if dtype.is_complex else want,
+                      what + " future", avg)
 
-        def asynchronous():
-            t = inputs[RANK].clone()
-            w = dist.all_reduce(t, op=op, async_op=True)
-            w.wait()
-            same(t, want, what + " async", avg)
-            # torch hands complex tensors to backends as their real view (as it does for Gloo and NCCL).
-            same(w.get_future().value()[0], torch.view_as_real(want) if dtype.is_complex else want, what + " future",
-                 avg)
-
-        case(blocking, what)
-        case(asynchronous, what + " async")
+        case(all_reduce, what)
     if dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
         what = f"all_reduce {dtype} n={n} PREMUL_SUM"
 
         def premul():
             t = inputs[RANK].clone()
-            dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5))
+            C.all_reduce(t, op=dist._make_nccl_premul_sum(0.5))
             same(t, reference([x * 0.5 for x in inputs], R.SUM, dtype, WORLD), what)
 
         case(premul, what)
@@ -170,7 +210,7 @@ def all_reduce_cases(dtype, n):
 
         def premul_reduce():
             t = inputs[RANK].clone()
-            dist.reduce(t, dst=0, op=dist._make_nccl_premul_sum(2.0))
+            C.reduce(t, dst=0, op=dist._make_nccl_premul_sum(2.0))
             want_here = reference([x * 2.0 for x in inputs], R.SUM, dtype, WORLD) if RANK == 0 else inputs[RANK]
             same(t, want_here, what)
 
@@ -184,18 +224,16 @@ def rooted_cases(dtype, n):
 
         def bcast():
             t = inputs[RANK].clone()
-            dist.broadcast(t, src=root)
+            C.broadcast(t, src=root)
             same(t, inputs[root], what)
 
         case(bcast, what)
-        if dtype.is_complex:
-            continue
-        for op in [R.SUM, R.MAX] if dtype != torch.bool else [R.SUM]:
+        for op in [R.SUM] if dtype == torch.bool or dtype.is_complex else [R.SUM, R.MAX]:
             what = f"reduce {dtype} n={n} root={root} {op}"
 
             def red():
                 t = inputs[RANK].clone()
-                dist.reduce(t, dst=root, op=op)
+                C.reduce(t, dst=root, op=op)
                 if RANK == root:
                     same(t, reference(inputs, op, dtype, WORLD), what)
                 else:
@@ -206,7 +244,7 @@ def rooted_cases(dtype, n):
 
         def gather():
             outs = [torch.full_like(inputs[0], 1) for _ in range(WORLD)] if RANK == root else None
-            dist.gather(inputs[RANK].clone(), outs, dst=root)
+            C.gather(inputs[RANK].clone(), outs, dst=root)
             if RANK == root:
                 for r in range(WORLD):
                     same(outs[r], inputs[r], f"{what} from {r}")
@@ -217,7 +255,7 @@ def rooted_cases(dtype, n):
         def scatter():
             pieces = [make(r, n, dtype, salt=5) for r in range(WORLD)]
             out = torch.full_like(pieces[0], 1)
-            dist.scatter(out, pieces if RANK == root else None, src=root)
+            C.scatter(out, pieces if RANK == root else None, src=root)
             same(out, pieces[RANK], what)
 
         case(scatter, what)
@@ -229,7 +267,7 @@ def gather_cases(dtype, n):
 
     def listed():
         outs = [torch.full_like(inputs[0], 1) for _ in range(WORLD)]
-        dist.all_gather(outs, inputs[RANK].clone())
+        C.all_gather(outs, inputs[RANK].clone())
         for r in range(WORLD):
             same(outs[r], inputs[r], f"{what} block {r}")
 
@@ -239,40 +277,46 @@ def gather_cases(dtype, n):
 
     def into_tensor():
         out = torch.full_like(want, 1)
-        dist.all_gather_into_tensor(out, inputs[RANK].clone())
+        C.all_gather_into_tensor(out, inputs[RANK].clone())
         same(out, want, what)
 
     def in_place():
         out = torch.full_like(want, 1)
         mine = out.narrow(0, RANK * n, n)
         mine.copy_(inputs[RANK])
-        dist.all_gather_into_tensor(out, mine)
+        C.all_gather_into_tensor(out, mine)
         same(out, want, what + " in place")
 
     case(into_tensor, what)
     case(in_place, what + " in place")
-    if dtype.is_complex:
-        return
-    for op in [R.SUM, R.MAX, R.AVG] if dtype != torch.bool else [R.SUM]:
+    for op in [R.SUM] if dtype == torch.bool else [R.SUM, R.AVG] if dtype.is_complex else [R.SUM, R.MAX, R.AVG]:
         chunks = [[make(r, n, dtype, salt=10 + j) for j in range(WORLD)] for r in range(WORLD)]
         want_mine = reference([chunks[r][RANK] for r in range(WORLD)], op, dtype, WORLD)
         what = f"reduce_scatter {dtype} n={n} {op}"
 
         def rs_list():
             out = torch.full_like(want_mine, 1)
-            dist.reduce_scatter(out, [c.clone() for c in chunks[RANK]], op=op)
+            C.reduce_scatter(out, [c.clone() for c in chunks[RANK]], op=op)
             same(out, want_mine, what, op == R.AVG)
 
         def rs_tensor():
             out = torch.full_like(want_mine, 1)
             inp = torch.cat(chunks[RANK])
             before = inp.clone()
-            dist.reduce_scatter_tensor(out, inp, op=op)
+            C.reduce_scatter_tensor(out, inp, op=op)
             same(out, want_mine, what + " tensor", op == R.AVG)
             same(inp, before, what + " tensor leaves its input alone")
 
+        def rs_in_place():
+            # nccl-tests' in-place layout: the output is this rank's block of the input.
+            inp = torch.cat(chunks[RANK])
+            out = inp.narrow(0, RANK * n, n)
+            C.reduce_scatter_tensor(out, inp, op=op)
+            same(out, want_mine, what + " tensor in place", op == R.AVG)
+
         case(rs_list, what)
         case(rs_tensor, what + " tensor")
+        case(rs_in_place, what + " tensor in place")
 
 
 def alltoall_cases(dtype, n):
@@ -281,7 +325,7 @@ def alltoall_cases(dtype, n):
 
     def even():
         out = torch.full_like(torch.cat(blocks[RANK]), 1)
-        dist.all_to_all_single(out, torch.cat(blocks[RANK]))
+        C.all_to_all_single(out, torch.cat(blocks[RANK]))
         same(out, torch.cat([blocks[r][RANK] for r in range(WORLD)]), what)
 
     case(even, what)
@@ -294,7 +338,7 @@ def alltoall_cases(dtype, n):
         send = [make(RANK, rows(RANK, j) * 2, dtype, salt=30 + j).reshape(-1, 2) for j in range(WORLD)]
         expect = [make(r, rows(r, RANK) * 2, dtype, salt=30 + RANK).reshape(-1, 2) for r in range(WORLD)]
         out = torch.full_like(torch.cat(expect), 1)
-        dist.all_to_all_single(out, torch.cat(send), output_split_sizes=[rows(r, RANK) for r in range(WORLD)],
+        C.all_to_all_single(out, torch.cat(send), output_split_sizes=[rows(r, RANK) for r in range(WORLD)],
                                input_split_sizes=[rows(RANK, j) for j in range(WORLD)])
         same(out, torch.cat(expect), what + " with splits")
 
@@ -303,7 +347,7 @@ def alltoall_cases(dtype, n):
     def listed():
         send = [make(RANK, n + j, dtype, salt=40 + j) for j in range(WORLD)]
         outs = [torch.full_like(make(r, n + RANK, dtype), 1) for r in range(WORLD)]
-        dist.all_to_all(outs, send)
+        C.all_to_all(outs, send)
         for r in range(WORLD):
             same(outs[r], make(r, n + RANK, dtype, salt=40 + RANK), f"all_to_all {dtype} n={n} from {r}")
 
@@ -318,8 +362,9 @@ def point_to_point_cases(dtype, n):
 
     def ring():
         got = torch.full_like(make(0, n, dtype), 1)
-        reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, make(RANK, n, dtype, salt=50), nxt),
-                                       dist.P2POp(dist.irecv, got, prv)])
+        group = GLOO if MODE == "gloo" else None
+        reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, make(RANK, n, dtype, salt=50), nxt, group),
+                                       dist.P2POp(dist.irecv, got, prv, group)])
         for q in reqs:
             q.wait()
         same(got, make(prv, n, dtype, salt=50), what)
@@ -334,11 +379,11 @@ def point_to_point_cases(dtype, n):
             return
         got = torch.full_like(make(0, n, dtype), 1)
         if RANK % 2 == 0:
-            dist.send(make(RANK, n, dtype, salt=60), peer)
-            dist.recv(got, peer)
+            C.send(make(RANK, n, dtype, salt=60), peer)
+            C.recv(got, peer)
         else:
-            dist.recv(got, peer)
-            dist.send(make(RANK, n, dtype, salt=60), peer)
+            C.recv(got, peer)
+            C.send(make(RANK, n, dtype, salt=60), peer)
         same(got, make(peer, n, dtype, salt=60), what)
 
     case(pairs, what)
@@ -436,33 +481,91 @@ def big_cases():
 
 
 def subgroup_cases():
-    # Every rank creates both groups (torch requires it), then uses its own; group ranks differ from global ones.
-    evens = dist.new_group([r for r in range(WORLD) if r % 2 == 0], backend="tern")
-    odds = dist.new_group([r for r in range(WORLD) if r % 2 == 1], backend="tern") if WORLD > 1 else None
-    mine = evens if RANK % 2 == 0 else odds
+    # Group ranks differ from global ones; the groups are made once in main (every rank must create every group).
+    mine = EVENS if RANK % 2 == 0 else ODDS
     members = [r for r in range(WORLD) if r % 2 == RANK % 2]
-    what = "subgroup all_reduce"
+    me, k = members.index(RANK), len(members)
 
     def ar():
         t = make(RANK, 9, torch.int64, salt=90)
-        dist.all_reduce(t, group=mine)
-        same(t, reference([make(r, 9, torch.int64, salt=90) for r in members], R.SUM, torch.int64, len(members)), what)
+        C.all_reduce(t, group=mine)
+        same(t, reference([make(r, 9, torch.int64, salt=90) for r in members], R.SUM, torch.int64, k),
+             "subgroup all_reduce")
 
     def bc():
         t = make(RANK, 9, torch.float32, salt=91)
-        dist.broadcast(t, group=mine, group_src=len(members) - 1)
+        C.broadcast(t, group=mine, group_src=k - 1)
         same(t, make(members[-1], 9, torch.float32, salt=91), "subgroup broadcast from its last rank")
 
     def ag():
         outs = [torch.empty(4) for _ in members]
-        dist.all_gather(outs, make(RANK, 4, torch.float32, salt=92), group=mine)
-        for k, r in enumerate(members):
-            same(outs[k], make(r, 4, torch.float32, salt=92), f"subgroup all_gather block of {r}")
+        C.all_gather(outs, make(RANK, 4, torch.float32, salt=92), group=mine)
+        for j, r in enumerate(members):
+            same(outs[j], make(r, 4, torch.float32, salt=92), f"subgroup all_gather block of {r}")
 
-    case(ar, what)
+    def red():
+        t = make(RANK, 7, torch.float64, salt=93)
+        C.reduce(t, group=mine, group_dst=0, op=R.MAX)
+        if me == 0:
+            same(t, reference([make(r, 7, torch.float64, salt=93) for r in members], R.MAX, torch.float64, k),
+                 "subgroup reduce to its first rank")
+
+    def rs():
+        out = torch.empty(5, dtype=torch.int32)
+        C.reduce_scatter_tensor(out, make(RANK, 5 * k, torch.int32, salt=94), group=mine)
+        full = reference([make(r, 5 * k, torch.int32, salt=94) for r in members], R.SUM, torch.int32, k)
+        same(out, full[me * 5:(me + 1) * 5], "subgroup reduce_scatter_tensor")
+
+    def a2a():
+        out = torch.empty(3 * k, dtype=torch.bfloat16)
+        C.all_to_all_single(out, make(RANK, 3 * k, torch.bfloat16, salt=95), group=mine)
+        want = torch.cat([make(r, 3 * k, torch.bfloat16, salt=95)[me * 3:(me + 1) * 3] for r in members])
+        same(out, want, "subgroup all_to_all_single")
+
+    case(ar, "subgroup all_reduce")
     case(bc, "subgroup broadcast")
     case(ag, "subgroup all_gather")
+    case(red, "subgroup reduce")
+    case(rs, "subgroup reduce_scatter_tensor")
+    case(a2a, "subgroup all_to_all_single")
 
+
+def multi_group_cases():
+    """Two tern groups over the same ranks (the default one and TWIN), their async calls interleaved: each group's
+    calls complete in its own order, neither waits for the other's, and every result is right."""
+    what = "async calls interleaved on two tern groups"
+
+    def interleaved():
+        sizes = (1023, 7, 1 << 16, 1)
+        inputs = [[make(r, n, torch.float32, salt=100 + k) for r in range(WORLD)] for k, n in enumerate(sizes)]
+        mine = [x[RANK].clone() for x in inputs]
+        works = [dist.all_reduce(t, async_op=True, group=TWIN if k % 2 else None) for k, t in enumerate(mine)]
+        for w in reversed(works):  # waited on out of order
+            w.wait()
+        for k, t in enumerate(mine):
+            same(t, reference(inputs[k], R.SUM, torch.float32, WORLD), f"{what}, call {k}")
+
+    case(interleaved, what)
+
+
+def error_cases():
+    """Requests tern refuses: a clear error at once, never a wrong result or a hang."""
+
+    def refused(what, fn, words):
+        global checked
+        checked += 1
+        try:
+            fn()
+        except Exception as e:  # torch wraps the backend's error in RuntimeError or one of its subclasses
+            if not all(w in str(e) for w in words):
+                fail(what, f"the error does not say {words}: {e}")
+            return
+        fail(what, "no error")
+
+    for op in (R.BAND, R.BOR, R.BXOR):
+        refused(f"all_reduce {op}", lambda: dist.all_reduce(make(RANK, 5, torch.int32), op=op), ["bitwise"])
+    if WORLD > 1:
+        refused("recv from any source", lambda: dist.recv(torch.empty(3)), ["any source"])
 
 def object_cases():
     def objects():
@@ -508,30 +611,39 @@ def device_cases():
 
 
 def main():
-    global RANK, WORLD, GLOO
+    global RANK, WORLD, GLOO, EVENS, ODDS, TWIN, MODE
     dist.init_process_group("tern")
     RANK, WORLD = dist.get_rank(), dist.get_world_size()
     GLOO = dist.new_group(backend="gloo")
-    for dtype in DTYPES:
-        for n in SIZES:
-            all_reduce_cases(dtype, n)
-            rooted_cases(dtype, n)
-            gather_cases(dtype, n)
-            if not dtype.is_complex:
+    EVENS = dist.new_group([r for r in range(WORLD) if r % 2 == 0], backend="tern")
+    ODDS = dist.new_group([r for r in range(WORLD) if r % 2 == 1], backend="tern") if WORLD > 1 else None
+    TWIN = dist.new_group(backend="tern")
+    for MODE in ("tern", "async", "gloo"):
+        for dtype in DTYPES:
+            for n in SIZES:
+                all_reduce_cases(dtype, n)
+                rooted_cases(dtype, n)
+                gather_cases(dtype, n)
                 alltoall_cases(dtype, n)
-            point_to_point_cases(dtype, n)
+                point_to_point_cases(dtype, n)
+        if MODE != "gloo":
+            subgroup_cases()
+    MODE = "tern"
+    compare_with_gloo()
+    multi_group_cases()
+    error_cases()
     coalesced_cases()
     layout_cases()
-    subgroup_cases()
     object_cases()
     device_cases()
     big_cases()
     dist.barrier()
-    print(json.dumps({"checked": checked, "failures": failures, "gloo_compared": gloo_compared}))
+    print(json.dumps({"checked": checked, "failures": failures, "gloo_compared": gloo_compared,
+                      "async_checked": async_checked}))
     dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    RANK = WORLD = GLOO = None
+    RANK = WORLD = GLOO = EVENS = ODDS = TWIN = None
     main()
     sys.exit(0)

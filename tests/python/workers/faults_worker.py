@@ -1,6 +1,11 @@
 """One rank of a fault scenario on the tern backend; prints a JSON report of what it saw.
 
-  kill       ranks allreduce in a loop; the test SIGKILLs one of them; the others must get an error naming it
+  kill       ranks keep three async allreduces pending in a loop; the test SIGKILLs one of them; on the others every
+             pending Work must fail (none hangs, none succeeds) with an error naming what happened, and the report
+             gives the wall-clock time of the first failure
+  abort      rank 0 has one allreduce inside the communicator (rank 1 joins late) and two queued, and aborts the
+             group from its main thread: all three Works fail at once; rank 1's first allreduce may still complete
+             (rank 0 had put in its part), its second must fail
   mismatch   rank 0 allreduces 1000 elements, the others 1200: every rank must get an error naming both sizes
   worldsize  rank 0 believes the world is one larger than it is: init must fail within the timeout, not hang
   slowpeer   rank 1 joins an allreduce 2 s late: rank 0's Work is not completed, wait(timeout=0.2 s) raises, and
@@ -38,12 +43,49 @@ try:
         dist.barrier()
         open(os.path.join(os.environ["TERN_TEST_READY_DIR"], str(rank)), "w").close()
         if scenario == "kill":
-            t = torch.ones(1 << 18)
+            ts = [torch.ones(1 << 18) for _ in range(3)]
             deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                dist.all_reduce(t)
-                t.fill_(1)
             report["error"] = None
+            while time.monotonic() < deadline and report["error"] is None:
+                works = [dist.all_reduce(t, async_op=True) for t in ts]
+                errors, after_failure = [], 0
+                for w in works:
+                    try:
+                        w.wait()
+                        after_failure += bool(errors)  # a Work behind a failed one must not succeed
+                    except Exception as e:
+                        errors.append(f"{type(e).__name__}: {e}")
+                if errors:
+                    report["error"] = errors[0]
+                    report["pending_failed"] = len(errors)
+                    report["succeeded_after_failure"] = after_failure
+                    report["all_failed_at"] = time.time()
+                for t in ts:
+                    t.fill_(1)
+        elif scenario == "abort":
+            if rank == 0:
+                works = [dist.all_reduce(torch.ones(1000), async_op=True) for _ in range(3)]
+                time.sleep(0.5)  # the first is inside the communicator by now, waiting for rank 1
+                aborted_at = time.monotonic()
+                dist.group.WORLD.abort()
+                errors = []
+                for w in works:
+                    try:
+                        w.wait()
+                    except Exception as e:
+                        errors.append(f"{type(e).__name__}: {e}")
+                report["abort_seconds"] = time.monotonic() - aborted_at
+                report["failed"] = len(errors)
+                report["error"] = errors[0] if errors else None
+                report["errors"] = errors
+            else:
+                time.sleep(1.5)
+                # The first may still complete (rank 0 had put in its part before it aborted); the next cannot.
+                report["calls"] = 0
+                for _ in range(2):
+                    dist.all_reduce(torch.ones(1000))
+                    report["calls"] += 1
+                report["error"] = None
         elif scenario == "slowpeer":
             t = torch.full((1000,), float(rank + 1))
             if rank == 1:
