@@ -105,7 +105,8 @@ const std::vector<KnobSpec>& knobTable() {
            "try the CMA forms (and rendezvous for long point-to-point messages) against staging, keep the faster"),
       decimal("SHM_KERNEL_COPY_RATIO", 1000, "measured at setup",
               "process_vm_readv's rate over memcpy's; under 0.5 CMA starts avoided, without a trial (but from "
-              "64 KiB per rank where ranks own their CPUs), and long point-to-point messages start staged"),
+              "64 KiB per rank, allreduce 32 KiB, where ranks own their CPUs), and long point-to-point messages "
+              "start staged"),
       launch(integer("RANK", 0, kMaxRanks, "", "this process's rank (tern-run)")),
       launch(integer("WORLD_SIZE", 1, kMaxRanks, "", "number of ranks (tern-run)")),
       launch(integer("LOCAL_RANK", 0, kMaxRanks, "", "rank on this host (tern-run)")),

@@ -145,10 +145,17 @@ TEST(CmaLearner, LargerBandsStartOnCmaWhereRanksOwnCpus) {
   for (int i = 0; i < kCalls; ++i) ran.push_back(call(l, Collective::kBroadcast, kMiB, 900, 300));
   for (int i = 0; i < kCalls; ++i) EXPECT_EQ(ran[i], i < kCheck) << i;
   EXPECT_EQ(l.verdict(Collective::kBroadcast, kMiB), Verdict::kAvoid);
-  // The smallest band that starts on CMA, and the one below it, which starts avoided.
+  // The smallest band that starts on CMA, and the one below it, which starts avoided; allreduce's is a band lower.
   constexpr size_t kMin = CmaLearner::kLargeCmaMinBytes;
   EXPECT_TRUE(call(l, Collective::kAlltoAll, kMin, 100, 300));
   EXPECT_FALSE(call(l, Collective::kAlltoAll, kMin / 2, 100, 300));
+  constexpr size_t kMinAllReduce = CmaLearner::kLargeAllReduceCmaMinBytes;
+  static_assert(kMinAllReduce < kMin);
+  EXPECT_EQ(CmaLearner::largeCmaMinBytes(Collective::kAllReduce), kMinAllReduce);
+  EXPECT_EQ(CmaLearner::largeCmaMinBytes(Collective::kReduceScatter), kMin);
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMinAllReduce), Verdict::kUse);
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMinAllReduce / 2), Verdict::kAvoid);
+  EXPECT_EQ(l.verdict(Collective::kReduceScatter, kMinAllReduce), Verdict::kAvoid);
   // Reductions alike: CMA from the first call where it is faster; where staging is, CMA until the check.
   for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter}) {
     ran.clear();

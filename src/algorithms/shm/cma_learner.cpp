@@ -53,12 +53,16 @@ CmaLearner::Verdict CmaLearner::neighbourVerdict(Collective coll, int band, bool
     }
   }
   if (fromPrior != nullptr) *fromPrior = startAvoided_;
-  return priorVerdict(band);
+  return priorVerdict(coll, band);
 }
 
-CmaLearner::Verdict CmaLearner::priorVerdict(int band) const {
+size_t CmaLearner::largeCmaMinBytes(Collective coll) {
+  return coll == Collective::kAllReduce ? kLargeAllReduceCmaMinBytes : kLargeCmaMinBytes;
+}
+
+CmaLearner::Verdict CmaLearner::priorVerdict(Collective coll, int band) const {
   if (!startAvoided_) return Verdict::kUnknown;
-  const bool large = (size_t{1} << band) >= kLargeCmaMinBytes;
+  const bool large = (size_t{1} << band) >= largeCmaMinBytes(coll);
   return largeBandsStartOnCma_ && large ? Verdict::kUse : Verdict::kAvoid;
 }
 

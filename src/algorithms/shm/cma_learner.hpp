@@ -7,7 +7,7 @@
 //
 // How: where some rank of the host measured its kernel copies well under memcpy's rate at setup
 // (Mesh::kernelCopiesSlow), the setup probe's verdict holds for small bands, and is least reliable for the calls of
-// at least kLargeCmaMinBytes per rank. There a kernel copy's fixed cost (a system call, pinning pages) is small
+// at least largeCmaMinBytes(coll) per rank. There a kernel copy's fixed cost (a system call, pinning pages) is small
 // against the copy itself, and the probe compares copies within one core's cache, where memcpy is at its best, while
 // the staged forms' second copy (or a reduction's second pass) reads lines another core wrote: on a VM whose vCPUs
 // share no cache the CMA forms win those calls several times over despite the probe, allreduce and reduce-scatter as
@@ -71,6 +71,13 @@ class CmaLearner {
   // host's ranks own their CPUs; where they do not, the smallest band of allgather, broadcast and alltoall(v) whose
   // first check comes early, and the call that starts it.
   static constexpr size_t kLargeCmaMinBytes = size_t{64} << 10;
+  // The same for allreduce, whose CMA form starts a band lower (32 KiB per rank, its smallest CMA size on 2 ranks):
+  // there staging lost 1.6x to it where the two vCPUs share no cache, and it lost about 1.1x to the one-phase form
+  // where they share one (docs/PERFORMANCE.md, sessions 30 and 31), so a wrong start on CMA costs less again. The
+  // collectives that move data keep 64 KiB: an in-place alltoall's CMA form of 32 KiB per rank pays a private copy
+  // that made it several times slower than staging where the vCPUs share a cache.
+  static constexpr size_t kLargeAllReduceCmaMinBytes = size_t{32} << 10;
+  static size_t largeCmaMinBytes(Collective coll);
   static constexpr size_t kEarlyCheckMinBytes = size_t{128} << 10;
   static constexpr int kEarlyCheckCall = 2;
   static constexpr int kReconfirmEvery = 1024;   // the longest interval between two such calls (a power of two)
@@ -84,7 +91,7 @@ class CmaLearner {
   // enabled = false: every eligible call offers CMA and nothing is learned (TERN_SHM_CMA_LEARN=0).
   // startAvoided: kernel copies measured slow on this host (the same value on every rank): a band with no decided
   // neighbour starts from the host's prior (priorVerdict) instead of a trial. largeBandsStartOnCma: with
-  // startAvoided, the bands of at least kLargeCmaMinBytes start on CMA (the host's ranks own their CPUs).
+  // startAvoided, the bands of at least largeCmaMinBytes(coll) start on CMA (the host's ranks own their CPUs).
   explicit CmaLearner(bool enabled, bool startAvoided = false, bool largeBandsStartOnCma = false)
       : enabled_(enabled), startAvoided_(startAvoided), largeBandsStartOnCma_(largeBandsStartOnCma) {}
 
@@ -131,8 +138,8 @@ class CmaLearner {
   // they are first checked at kConfirmCall at any size.
   static bool reduces(Collective coll);
   // The host's prior for a band with no decided neighbour: kUnknown (a trial) unless kernel copies measured slow,
-  // then kUse for the bands of at least kLargeCmaMinBytes where largeBandsStartOnCma, else kAvoid.
-  Verdict priorVerdict(int band) const;
+  // then kUse for the bands of at least largeCmaMinBytes(coll) where largeBandsStartOnCma, else kAvoid.
+  Verdict priorVerdict(Collective coll, int band) const;
   static int bandIndex(size_t inBytes);
   // "allreduce of 1048576+ bytes per rank", "alltoallv": the band, for the log.
   static std::string bandName(Collective coll, size_t inBytes);
