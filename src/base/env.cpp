@@ -107,6 +107,9 @@ const std::vector<KnobSpec>& knobTable() {
               "process_vm_readv's rate over memcpy's; under 0.5 CMA starts avoided, without a trial (but from "
               "64 KiB per rank, allreduce 32 KiB, where ranks own their CPUs), and long point-to-point messages "
               "start staged"),
+      integer("SHM_SHARED_CACHE", 0, 1, "measured at setup",
+              "whether the host's ranks share a last-level cache (1) or not (0), where kernel copies are slow and "
+              "ranks own their CPUs: sharing one, large out-of-place calls start staged"),
       launch(integer("RANK", 0, kMaxRanks, "", "this process's rank (tern-run)")),
       launch(integer("WORLD_SIZE", 1, kMaxRanks, "", "number of ranks (tern-run)")),
       launch(integer("LOCAL_RANK", 0, kMaxRanks, "", "rank on this host (tern-run)")),

@@ -41,6 +41,7 @@ const std::vector<Expected> kNumericKnobs = {
     {"SHM_CHUNK_BYTES", 64, 1LL << 30, true, true, false},
     {"SHM_CMA_MIN_BYTES", 1, kMaxBytes, true, true, false},
     {"SHM_CMA_CHUNK_BYTES", 4096, kMaxBytes, true, true, false},
+    {"SHM_SHARED_CACHE", 0, 1, false, false, false},
     {"COMPRESS_MIN_BYTES", 0, kMaxBytes, false, true, false},
     {"LEARN_CALLS", 0, 1000, false, false, false},
     {"LEARN_MIN_BYTES", 0, kMaxBytes, false, true, false},

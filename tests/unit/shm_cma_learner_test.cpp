@@ -201,6 +201,53 @@ TEST(CmaLearner, WhereRanksShareCpusLargerBandsThatOnlyMoveDataAreCheckedEarly) 
   }
 }
 
+// Where the ranks own their CPUs and share a cache, the prior stages the large bands, reduce at every size, in-place
+// all-to-alls and allreduce's smallest CMA band; the mid-size bands, broadcast and allreduce in place start on CMA.
+// No early check: the prior is what the setup measured. The checks still correct it.
+TEST(CmaLearner, WhereRanksShareACacheLargeOutOfPlaceBandsStartStaged) {
+  CmaLearner l(true, /*startAvoided=*/true, /*largeBandsStartOnCma=*/true, /*ranksShareCache=*/true);
+  constexpr size_t kLarge = CmaLearner::kSharedCacheStagedMinBytes;
+  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
+                       Collective::kAlltoAll, Collective::kAlltoAllv}) {
+    EXPECT_EQ(l.verdict(c, kLarge), Verdict::kAvoid) << collectiveName(c);
+    EXPECT_EQ(l.verdict(c, kLarge / 2), Verdict::kUse) << collectiveName(c);
+    EXPECT_EQ(l.verdict(c, CmaLearner::kLargeCmaMinBytes / 2), Verdict::kAvoid) << collectiveName(c);
+  }
+  EXPECT_EQ(l.verdict({Collective::kAllReduce, true}, 16 * kLarge), Verdict::kUse);
+  EXPECT_EQ(l.verdict({Collective::kAllGather, true}, 16 * kLarge), Verdict::kAvoid);
+  EXPECT_EQ(l.verdict({Collective::kAllGather, true}, kLarge / 2), Verdict::kUse);
+  EXPECT_EQ(l.verdict({Collective::kAlltoAll, true}, kLarge / 2), Verdict::kAvoid);
+  EXPECT_EQ(l.verdict(Collective::kBroadcast, 16 * kLarge), Verdict::kUse);
+  EXPECT_EQ(l.verdict(Collective::kReduce, kLarge / 4), Verdict::kAvoid);
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, CmaLearner::kLargeAllReduceCmaMinBytes), Verdict::kAvoid);
+  // Staged until the first check at kConfirmCall, where a faster CMA takes over; no early check.
+  std::vector<bool> ran;
+  for (int i = 0; i < CmaLearner::kConfirmCall + 8; ++i)
+    ran.push_back(call(l, Collective::kAllGather, 4 * kLarge, 100, 300));
+  for (int i = 0; i < CmaLearner::kConfirmCall; ++i) EXPECT_FALSE(ran[i]) << i;
+  for (int i = CmaLearner::kConfirmCall; i < CmaLearner::kConfirmCall + 8; ++i) EXPECT_TRUE(ran[i]) << i;
+  // Without a shared cache the same bands start on CMA.
+  CmaLearner apart(true, true, true, false);
+  EXPECT_EQ(apart.verdict(Collective::kAllReduce, kLarge), Verdict::kUse);
+  EXPECT_EQ(apart.verdict(Collective::kReduce, kLarge), Verdict::kUse);
+  EXPECT_EQ(apart.verdict({Collective::kAlltoAll, true}, kLarge), Verdict::kUse);
+}
+
+// Calls in place and out of place learn apart: a verdict of one says nothing of the other.
+TEST(CmaLearner, InPlaceAndOutOfPlaceBandsLearnApart) {
+  CmaLearner l(true);
+  for (int i = 0; i < 8; ++i) call(l, Collective::kAllReduce, kMiB, 100, 300);  // out of place: use
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB), Verdict::kUse);
+  EXPECT_EQ(l.verdict({Collective::kAllReduce, true}, kMiB), Verdict::kUnknown);
+  const CmaKey inPlace{Collective::kAllReduce, true};
+  for (int i = 0; i < 8; ++i) {
+    const bool cma = l.offer(inPlace, kMiB);
+    l.record(inPlace, kMiB, cma, (cma ? 300 : 100) * 1e-6);
+  }
+  EXPECT_EQ(l.verdict(inPlace, kMiB), Verdict::kAvoid);
+  EXPECT_EQ(l.verdict(Collective::kAllReduce, kMiB), Verdict::kUse);
+}
+
 TEST(CmaLearner, ACheckDoesNotCountItsSwitchCall) {
   // Kernel copies measured slow at setup, but CMA is faster here; the check's first call of it pays for the switch
   // (slow whatever the form), and only the second is compared.

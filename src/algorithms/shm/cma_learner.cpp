@@ -22,9 +22,9 @@ int CmaLearner::bandIndex(size_t inBytes) {
   return static_cast<int>(std::bit_width(inBytes)) - 1;
 }
 
-std::string CmaLearner::bandName(Collective coll, size_t inBytes) {
-  return format("%s of %zu+ bytes per rank%s", collectiveName(coll), size_t{1} << bandIndex(inBytes),
-                coll == Collective::kAlltoAllv ? " on average" : "");
+std::string CmaLearner::bandName(CmaKey key, size_t inBytes) {
+  return format("%s%s of %zu+ bytes per rank%s", collectiveName(key.coll), key.inPlace ? " in place" : "",
+                size_t{1} << bandIndex(inBytes), key.coll == Collective::kAlltoAllv ? " on average" : "");
 }
 
 uint64_t CmaLearner::nextScheduledCheck(uint64_t call) {
@@ -33,37 +33,57 @@ uint64_t CmaLearner::nextScheduledCheck(uint64_t call) {
   return (call / kReconfirmEvery + 1) * kReconfirmEvery;
 }
 
-CmaLearner::Band* CmaLearner::bandOf(Collective coll, size_t inBytes) {
-  if (!enabled_ || !learns(coll)) return nullptr;
-  return &bands_[static_cast<size_t>(coll) * kBands + static_cast<size_t>(bandIndex(inBytes))];
+namespace {
+
+size_t bandsFirst(CmaKey key, int kBands) {
+  return (static_cast<size_t>(key.coll) * 2 + (key.inPlace ? 1 : 0)) * static_cast<size_t>(kBands);
 }
 
-const CmaLearner::Band* CmaLearner::bandOf(Collective coll, size_t inBytes) const {
-  return const_cast<CmaLearner*>(this)->bandOf(coll, inBytes);
+}  // namespace
+
+CmaLearner::Band* CmaLearner::bandOf(CmaKey key, size_t inBytes) {
+  if (!enabled_ || !learns(key.coll)) return nullptr;
+  return &bands_[bandsFirst(key, kBands) + static_cast<size_t>(bandIndex(inBytes))];
 }
 
-CmaLearner::Verdict CmaLearner::neighbourVerdict(Collective coll, int band, bool* fromPrior) const {
+const CmaLearner::Band* CmaLearner::bandOf(CmaKey key, size_t inBytes) const {
+  return const_cast<CmaLearner*>(this)->bandOf(key, inBytes);
+}
+
+CmaLearner::Verdict CmaLearner::neighbourVerdict(CmaKey key, int band, bool* fromPrior) const {
   if (fromPrior != nullptr) *fromPrior = false;
   // The nearest band with a verdict of its own; of two at the same distance, the smaller.
   for (int d = 1; d <= kNeighbourBands; ++d) {
     for (int other : {band - d, band + d}) {
       if (other < 0 || other >= kBands) continue;
-      const Band& o = bands_[static_cast<size_t>(coll) * kBands + static_cast<size_t>(other)];
+      const Band& o = bands_[bandsFirst(key, kBands) + static_cast<size_t>(other)];
       if (o.agreed != Verdict::kUnknown && !o.onPrior) return o.agreed;
     }
   }
   if (fromPrior != nullptr) *fromPrior = startAvoided_;
-  return priorVerdict(coll, band);
+  return priorVerdict(key, band);
 }
 
 size_t CmaLearner::largeCmaMinBytes(Collective coll) {
   return coll == Collective::kAllReduce ? kLargeAllReduceCmaMinBytes : kLargeCmaMinBytes;
 }
 
-CmaLearner::Verdict CmaLearner::priorVerdict(Collective coll, int band) const {
+CmaLearner::Verdict CmaLearner::priorVerdict(CmaKey key, int band) const {
   if (!startAvoided_) return Verdict::kUnknown;
-  const bool large = (size_t{1} << band) >= largeCmaMinBytes(coll);
-  return largeBandsStartOnCma_ && large ? Verdict::kUse : Verdict::kAvoid;
+  const size_t bytes = size_t{1} << band;
+  if (!largeBandsStartOnCma_) return Verdict::kAvoid;
+  if (!ranksShareCache_) return bytes >= largeCmaMinBytes(key.coll) ? Verdict::kUse : Verdict::kAvoid;
+  // Sharing a cache (the class comment): the smallest CMA bands of allreduce too start where the others do.
+  if (key.coll == Collective::kReduce || bytes < kLargeCmaMinBytes) return Verdict::kAvoid;
+  if (key.coll == Collective::kBroadcast) return Verdict::kUse;
+  if (key.inPlace) {
+    // An all-to-all's CMA form in place first copies every block it sends into private scratch, a copy its staged
+    // form in place does without. An allreduce's writes its result back into the very lines it has just read from
+    // its peer, so it keeps CMA's one pass over the data at every size.
+    if (key.coll == Collective::kAlltoAll || key.coll == Collective::kAlltoAllv) return Verdict::kAvoid;
+    if (key.coll == Collective::kAllReduce) return Verdict::kUse;
+  }
+  return bytes >= kSharedCacheStagedMinBytes ? Verdict::kAvoid : Verdict::kUse;
 }
 
 void CmaLearner::vote(Band& b, double cmaSeconds, double stagedSeconds) {
@@ -75,8 +95,8 @@ void CmaLearner::vote(Band& b, double cmaSeconds, double stagedSeconds) {
   b.vote = cmaSeconds <= stagedSeconds;
 }
 
-CmaLearner::Verdict CmaLearner::startingVerdict(Collective coll, const Band& b, int band) const {
-  return b.calls == 0 && b.agreed == Verdict::kUnknown ? neighbourVerdict(coll, band) : b.agreed;
+CmaLearner::Verdict CmaLearner::startingVerdict(CmaKey key, const Band& b, int band) const {
+  return b.calls == 0 && b.agreed == Verdict::kUnknown ? neighbourVerdict(key, band) : b.agreed;
 }
 
 bool CmaLearner::votesNext(const Band& b, Verdict agreed) {
@@ -84,10 +104,10 @@ bool CmaLearner::votesNext(const Band& b, Verdict agreed) {
                                      : b.calls == b.checkAt + kCheckCalls;
 }
 
-bool CmaLearner::offer(Collective coll, size_t inBytes) const {
-  const Band* b = bandOf(coll, inBytes);
+bool CmaLearner::offer(CmaKey key, size_t inBytes) const {
+  const Band* b = bandOf(key, inBytes);
   if (b == nullptr) return true;  // not learned here
-  const Verdict agreed = startingVerdict(coll, *b, bandIndex(inBytes));
+  const Verdict agreed = startingVerdict(key, *b, bandIndex(inBytes));
   if (votesNext(*b, agreed)) return b->vote;
   const uint64_t i = b->calls;
   if (agreed == Verdict::kUnknown) return kQuickTrial[i];
@@ -96,30 +116,34 @@ bool CmaLearner::offer(Collective coll, size_t inBytes) const {
   return i >= b->checkAt && i < b->checkAt + kCheckCalls ? !current : current;
 }
 
-bool CmaLearner::anyRankMayOffer(Collective coll, size_t inBytes) const {
-  const Band* b = bandOf(coll, inBytes);
+bool CmaLearner::anyRankMayOffer(CmaKey key, size_t inBytes) const {
+  const Band* b = bandOf(key, inBytes);
   if (b == nullptr) return true;
-  return votesNext(*b, startingVerdict(coll, *b, bandIndex(inBytes))) || offer(coll, inBytes);
+  return votesNext(*b, startingVerdict(key, *b, bandIndex(inBytes))) || offer(key, inBytes);
 }
 
-uint64_t CmaLearner::offers(Collective coll, size_t lowBytes, size_t highBytes) const {
+uint64_t CmaLearner::offers(CmaKey key, size_t lowBytes, size_t highBytes) const {
   uint64_t bits = 0;
   for (int band = bandIndex(lowBytes); band <= bandIndex(highBytes); ++band) {
-    if (offer(coll, size_t{1} << band)) bits |= uint64_t{1} << band;
+    if (offer(key, size_t{1} << band)) bits |= uint64_t{1} << band;
   }
   return bits;
 }
 
 bool CmaLearner::offered(uint64_t offers, size_t inBytes) { return ((offers >> bandIndex(inBytes)) & 1) != 0; }
 
-std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, double seconds) {
-  Band* b = bandOf(coll, inBytes);
+std::string CmaLearner::record(CmaKey key, size_t inBytes, bool ranCma, double seconds) {
+  Band* b = bandOf(key, inBytes);
   if (b == nullptr) return "";
+  const Collective coll = key.coll;
   if (b->calls == 0 && b->agreed == Verdict::kUnknown) {
     bool fromPrior = false;
-    b->agreed = neighbourVerdict(coll, bandIndex(inBytes), &fromPrior);
+    b->agreed = neighbourVerdict(key, bandIndex(inBytes), &fromPrior);
     b->onPrior = fromPrior;
-    if (fromPrior && b->agreed == Verdict::kAvoid && inBytes >= kEarlyCheckMinBytes && !reduces(coll))
+    // The early check is for ranks that outnumber the CPUs (the class comment); where they own theirs, a band that
+    // starts avoided does so on what the setup measured.
+    if (fromPrior && b->agreed == Verdict::kAvoid && inBytes >= kEarlyCheckMinBytes && !reduces(coll) &&
+        !largeBandsStartOnCma_)
       b->checkAt = kEarlyCheckCall;
   }
   // Alltoallv's sizes vary from call to call within a band (a router's choices): its calls compare as times per MiB.
@@ -137,7 +161,7 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
     if (i < kQuickTrialCalls) return "";
     b->agreed = outcome;
     return format("%s: CMA %s (trial: CMA %.1f us, staged %.1f us over two calls each; to be confirmed at call %d)",
-                  bandName(coll, inBytes).c_str(), ranCma ? "used" : "avoided", b->cmaSeconds * 1e6,
+                  bandName(key, inBytes).c_str(), ranCma ? "used" : "avoided", b->cmaSeconds * 1e6,
                   b->stagedSeconds * 1e6, kConfirmCall);
   }
   if (i >= b->checkAt && i < b->checkAt + kCheckCalls) {
@@ -170,14 +194,14 @@ std::string CmaLearner::record(Collective coll, size_t inBytes, bool ranCma, dou
   b->checkAt = outcome != was ? i + kRecheckAfterSwitch : nextScheduledCheck(i);
   if (b->confirmed && outcome == was) return "";
   b->confirmed = true;
-  return format("%s: CMA %s (after %d calls of the other form from call %llu)", bandName(coll, inBytes).c_str(),
+  return format("%s: CMA %s (after %d calls of the other form from call %llu)", bandName(key, inBytes).c_str(),
                 ranCma ? "used" : "avoided", kCheckCalls, static_cast<unsigned long long>(i - kCheckCalls));
 }
 
-CmaLearner::Verdict CmaLearner::verdict(Collective coll, size_t inBytes) const {
-  const Band* b = bandOf(coll, inBytes);
+CmaLearner::Verdict CmaLearner::verdict(CmaKey key, size_t inBytes) const {
+  const Band* b = bandOf(key, inBytes);
   if (b == nullptr) return Verdict::kUnknown;
-  return b->agreed != Verdict::kUnknown ? b->agreed : neighbourVerdict(coll, bandIndex(inBytes));
+  return b->agreed != Verdict::kUnknown ? b->agreed : neighbourVerdict(key, bandIndex(inBytes));
 }
 
 }  // namespace tern::shm

@@ -21,7 +21,16 @@
 //     (allgather, broadcast, alltoall(v)) from kEarlyCheckMinBytes have their first check early (kEarlyCheckCall),
 //     so that a short run still gets CMA where it pays;
 //   - every other band starts avoided until kConfirmCall: in small bands the fixed cost decides, and a short run pays
-//     no trial there.
+//     no trial there;
+//   - where the ranks own their CPUs and share a last-level cache (Mesh::cacheSharing, measured at setup), staging's
+//     second copy reads lines the first left in that cache, and once the calls are large the kernel copy's page
+//     pinning costs more than that copy: bands of at least kSharedCacheStagedMinBytes start avoided, and so does
+//     every band of reduce (its staged form measured faster at every size there) and of an all-to-all in place (its
+//     CMA form first copies what it sends into private scratch). Broadcast's bands, an allreduce's in place (its
+//     CMA form writes its result into the very lines it has just read) and the mid-size bands start on CMA. That
+//     is the placement a VM's two idle vCPUs often start in; the checks correct it when they move.
+// Bands are kept apart for calls in place and out of place (CmaKey): the two move the same bytes over a footprint
+// that differs by half, and which form wins differs with it.
 // A band decided by a check carries to its neighbours within kNeighbourBands; one still on the prior alone does not.
 // Otherwise per collective and size band (a power of two of input bytes per rank; for alltoallv, whose sizes differ
 // from rank to rank, of the mean over the ranks, which every rank knows only once it has read every rank's table: each
@@ -62,6 +71,14 @@
 
 namespace tern::shm {
 
+// What a learner's bands are kept by: the collective, and whether its calls run in place (CollArgs::inPlace).
+struct CmaKey {
+  Collective coll = Collective::kAllReduce;
+  bool inPlace = false;
+  // Implicit from a collective alone (out of place), so that a call site without buffers reads as before.
+  CmaKey(Collective c, bool place = false) : coll(c), inPlace(place) {}  // NOLINT(google-explicit-constructor)
+};
+
 class CmaLearner {
  public:
   enum class Verdict { kUnknown, kUse, kAvoid };
@@ -78,6 +95,8 @@ class CmaLearner {
   // that made it several times slower than staging where the vCPUs share a cache.
   static constexpr size_t kLargeAllReduceCmaMinBytes = size_t{32} << 10;
   static size_t largeCmaMinBytes(Collective coll);
+  // Where the ranks share a cache: the bands from here start avoided (but broadcast's and an allreduce's in place).
+  static constexpr size_t kSharedCacheStagedMinBytes = size_t{1} << 20;
   static constexpr size_t kEarlyCheckMinBytes = size_t{128} << 10;
   static constexpr int kEarlyCheckCall = 2;
   static constexpr int kReconfirmEvery = 1024;   // the longest interval between two such calls (a power of two)
@@ -92,8 +111,14 @@ class CmaLearner {
   // startAvoided: kernel copies measured slow on this host (the same value on every rank): a band with no decided
   // neighbour starts from the host's prior (priorVerdict) instead of a trial. largeBandsStartOnCma: with
   // startAvoided, the bands of at least largeCmaMinBytes(coll) start on CMA (the host's ranks own their CPUs).
-  explicit CmaLearner(bool enabled, bool startAvoided = false, bool largeBandsStartOnCma = false)
-      : enabled_(enabled), startAvoided_(startAvoided), largeBandsStartOnCma_(largeBandsStartOnCma) {}
+  // ranksShareCache: with both, the host's ranks share a last-level cache, and the large bands start as the class
+  // comment says.
+  explicit CmaLearner(bool enabled, bool startAvoided = false, bool largeBandsStartOnCma = false,
+                      bool ranksShareCache = false)
+      : enabled_(enabled),
+        startAvoided_(startAvoided),
+        largeBandsStartOnCma_(largeBandsStartOnCma),
+        ranksShareCache_(ranksShareCache) {}
 
   // Whether the learner decides for calls of coll at all: allreduce, allgather, broadcast, reduce, reduce-scatter
   // and alltoall, whose sizes every rank knows alike, and alltoallv by its mean size over the ranks.
@@ -101,21 +126,21 @@ class CmaLearner {
 
   // Whether this rank offers the CMA form for an eligible call (one the size rules give to CMA) of coll with inBytes
   // input bytes per rank; record() after every eligible call, in call order.
-  bool offer(Collective coll, size_t inBytes) const;
+  bool offer(CmaKey key, size_t inBytes) const;
   // Whether any rank may offer CMA for the call: offer() where it is the same on every rank (a trial's or a check's
   // form, or the verdict), true where each rank offers its own vote. For a choice every rank must make alike, such
   // as whether a call takes the path where the offers are exchanged at all.
-  bool anyRankMayOffer(Collective coll, size_t inBytes) const;
+  bool anyRankMayOffer(CmaKey key, size_t inBytes) const;
   // offer() for every band from lowBytes' to highBytes' (bit b: the band of 2^b bytes; 0 outside), for a call whose
   // band is known only after the offers are posted (alltoallv). offered(): the bit of inBytes' band.
-  uint64_t offers(Collective coll, size_t lowBytes, size_t highBytes) const;
+  uint64_t offers(CmaKey key, size_t lowBytes, size_t highBytes) const;
   static bool offered(uint64_t offers, size_t inBytes);
   // After an eligible call: whether the CMA form ran (every rank offered it) and this rank's seconds for the call.
   // Returns what was decided by this call, for the log ("" when nothing was).
-  std::string record(Collective coll, size_t inBytes, bool ranCma, double seconds);
+  std::string record(CmaKey key, size_t inBytes, bool ranCma, double seconds);
   // The verdict for calls of coll with inBytes: the band's own, else a neighbour's (kUnknown when neither;
   // identical on every rank).
-  Verdict verdict(Collective coll, size_t inBytes) const;
+  Verdict verdict(CmaKey key, size_t inBytes) const;
 
  private:
   static constexpr int kBands = 64;  // floor(log2(input bytes per rank))
@@ -138,18 +163,19 @@ class CmaLearner {
   // they are first checked at kConfirmCall at any size.
   static bool reduces(Collective coll);
   // The host's prior for a band with no decided neighbour: kUnknown (a trial) unless kernel copies measured slow,
-  // then kUse for the bands of at least largeCmaMinBytes(coll) where largeBandsStartOnCma, else kAvoid.
-  Verdict priorVerdict(Collective coll, int band) const;
+  // then kUse for the bands of at least largeCmaMinBytes(coll) where largeBandsStartOnCma (but as the class comment
+  // says where the ranks share a cache), else kAvoid.
+  Verdict priorVerdict(CmaKey key, int band) const;
   static int bandIndex(size_t inBytes);
   // "allreduce of 1048576+ bytes per rank", "alltoallv": the band, for the log.
-  static std::string bandName(Collective coll, size_t inBytes);
-  Band* bandOf(Collective coll, size_t inBytes);
-  const Band* bandOf(Collective coll, size_t inBytes) const;
+  static std::string bandName(CmaKey key, size_t inBytes);
+  Band* bandOf(CmaKey key, size_t inBytes);
+  const Band* bandOf(CmaKey key, size_t inBytes) const;
   // The nearest decided band's verdict within kNeighbourBands (a band on the prior alone does not count), else the
   // host's prior (kAvoid or kUnknown); *fromPrior says which.
-  Verdict neighbourVerdict(Collective coll, int band, bool* fromPrior = nullptr) const;
+  Verdict neighbourVerdict(CmaKey key, int band, bool* fromPrior = nullptr) const;
   // A band's verdict as its next call starts: a band's first call takes its neighbour's.
-  Verdict startingVerdict(Collective coll, const Band& b, int band) const;
+  Verdict startingVerdict(CmaKey key, const Band& b, int band) const;
   // Whether the band's next call is one where each rank offers its own vote (after the trial, after a check).
   static bool votesNext(const Band& b, Verdict agreed);
   static void vote(Band& b, double cmaSeconds, double stagedSeconds);
@@ -157,7 +183,8 @@ class CmaLearner {
   bool enabled_;
   bool startAvoided_;
   bool largeBandsStartOnCma_;
-  std::array<Band, kBands * kCollectives> bands_{};
+  bool ranksShareCache_;
+  std::array<Band, kBands * kCollectives * 2> bands_{};  // by collective, in place or not, band
 };
 
 }  // namespace tern::shm

@@ -60,7 +60,8 @@ DirectCollectives::DirectCollectives(Mesh* mesh, Watchdog* dog, const SpinPolicy
       cmaBuf_(new char[kCmaBufferBytes]),
       mappings_(static_cast<size_t>(std::max(64, 4 * mesh->nranks()))),
       hugePages_(HugePageAdvisor::enabledByEnvironment()),
-      cmaLearner_(envFlag("SHM_CMA_LEARN", true), mesh->kernelCopiesSlow(), mesh->ranksOwnCpus()) {}
+      cmaLearner_(envFlag("SHM_CMA_LEARN", true), mesh->kernelCopiesSlow(), mesh->ranksOwnCpus(),
+                  mesh->cacheSharing() == CacheSharing::kShared) {}
 
 size_t DirectCollectives::chunkBytes(size_t bytes) const {
   // At least 8 chunks, so that staging, reduction and gather overlap across ranks even for mid-size messages, in
@@ -108,8 +109,15 @@ bool DirectCollectives::cmaSizeAdmits(const CollArgs& a, const ShmPlan& plan) co
   return plan.allowCma && hasCmaForm(a.coll) && n > 1 && sized && inBytes <= kCmaMaxBytes;
 }
 
+CmaKey DirectCollectives::learnerKey(const CollArgs& a) const {
+  // In place or not is each rank's own (NCCL lets one rank pass the same buffer and another two), so it keeps bands
+  // apart only where the learner's state steers nothing every rank must choose alike: where CMA could replace the
+  // one-phase form, whether a call takes the path where offers are exchanged at all comes from that state.
+  return {a.coll, a.inPlace && !cmaCouldReplaceOnePhase(a)};
+}
+
 bool DirectCollectives::cmaAvoided(const CollArgs& a) const {
-  return cmaLearner_.verdict(a.coll, shmInputBytes(a, mesh_->nranks())) == CmaLearner::Verdict::kAvoid;
+  return cmaLearner_.verdict(learnerKey(a), shmInputBytes(a, mesh_->nranks())) == CmaLearner::Verdict::kAvoid;
 }
 
 ShmAlgorithm DirectCollectives::expectedAlgorithm(const CollArgs& a, const ShmPlan& plan) const {
@@ -151,7 +159,7 @@ bool DirectCollectives::cmaReplacesOnePhase(const CollArgs& a) const {
   // What the learner may offer, not its verdict: its trials and checks reach the one-phase sizes too (the calls it
   // declines run one-phase and are timed as the other form, runCall). A call on which the ranks vote takes the path
   // where the offers meet (describeCall), since each rank's vote is its own.
-  return cmaCouldReplaceOnePhase(a) && cmaLearner_.anyRankMayOffer(a.coll, shmInputBytes(a, mesh_->nranks()));
+  return cmaCouldReplaceOnePhase(a) && cmaLearner_.anyRankMayOffer(learnerKey(a), shmInputBytes(a, mesh_->nranks()));
 }
 
 bool DirectCollectives::zeroCopyFor(const void* p, size_t bytes, BufferRef* ref) const {
@@ -214,7 +222,7 @@ void DirectCollectives::describeCall(DirectCall& c, Operation& op, const ShmPlan
   learnsCma_ = cmaSize && !plan.forced && CmaLearner::learns(a.coll);
   learnBytes_ = inBytes;
   if (learnsCma_) learnStart_ = std::chrono::steady_clock::now();
-  if (learnsCma_) cmaOffer = cmaLearner_.offer(a.coll, inBytes) && cmaOffer;
+  if (learnsCma_) cmaOffer = cmaLearner_.offer(learnerKey(a), inBytes) && cmaOffer;
   for (int q : mesh_->localPeers()) cmaOffer = cmaOffer && mesh_->peer(q).cmaFrom && !mesh_->peer(q).sameProcess;
   d.pad = cmaOffer ? 1 : 0;
   if (cmaOffer) {
@@ -275,7 +283,8 @@ ShmAlgorithm DirectCollectives::run(Operation& op, const ExecContext& ctx, const
   }
   if (learnsCma_) {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - learnStart_;
-    const std::string decided = cmaLearner_.record(op.args.coll, learnBytes_, ran_ == ShmAlgorithm::kCma, took.count());
+    const std::string decided =
+        cmaLearner_.record(learnerKey(op.args), learnBytes_, ran_ == ShmAlgorithm::kCma, took.count());
     if (!decided.empty()) TERN_LOG(kInfo, kShm, mesh_->rank(), "%s", decided.c_str());
   }
   return ran_;
@@ -324,11 +333,11 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
       const size_t mine = std::max(sent, received) * c.esize;
       const auto un = static_cast<size_t>(c.n);
       forms.offersByBand = true;
-      forms.cmaOffers = cmaLearner_.offers(a.coll, mine / un, mine > SIZE_MAX / un ? SIZE_MAX : mine * un);
+      forms.cmaOffers = cmaLearner_.offers(learnerKey(a), mine / un, mine > SIZE_MAX / un ? SIZE_MAX : mine * un);
       forms.meanInputBytes = &learnBytes_;
     } else if (learnsCma_) {
       learnBytes_ = shmInputBytes(a, c.n);
-      forms.allowCma = plan.allowCma && cmaLearner_.offer(a.coll, learnBytes_);
+      forms.allowCma = plan.allowCma && cmaLearner_.offer(learnerKey(a), learnBytes_);
     } else {
       forms.allowCma = plan.allowCma && (plan.forced || !cmaAvoided(a));
     }

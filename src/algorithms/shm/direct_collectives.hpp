@@ -93,6 +93,8 @@ class DirectCollectives {
   bool cmaSizeAdmits(const CollArgs& args, const ShmPlan& plan) const;
   // Whether the learner has agreed that the CMA forms lose to staging for calls like args.
   bool cmaAvoided(const CollArgs& args) const;
+  // The learner's bands for a call: in place or not, where that may differ between ranks without harm.
+  CmaKey learnerKey(const CollArgs& args) const;
   // Whether a CMA form could replace the one-phase form for args: it has one, the size reaches its minimum
   // (shmCmaMinBytes), and every rank of the host can read every other, which every rank knows alike
   // (Mesh::cmaBetweenAllRanks).

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -36,6 +37,46 @@ std::string segmentName(const Secret& secret, int rank) {
   std::snprintf(buf, sizeof(buf), "/tern-%s-r%d-p%d-%u", Mesh::jobTag(secret).c_str(), rank,
                 static_cast<int>(::getpid()), counter.fetch_add(1));
   return buf;
+}
+
+// The cache sharing probe (cache_sharing_probe.hpp) between the lowest local rank and each other in turn; every rank
+// of the host calls it. Returns the lowest rank's answer (TERN_SHM_SHARED_CACHE there replaces its measurement),
+// which it sends to the others.
+CacheSharing probeCacheSharing(Mesh& m, const IntraNodeSetup& setup, Clock::time_point deadline) {
+  const int rank = m.rank();
+  const std::vector<int>& peers = m.localPeers();
+  const int leader = std::min(rank, *std::min_element(peers.begin(), peers.end()));
+  // Each pair takes well under a millisecond; the allowance covers a peer that reaches the probe late.
+  const auto allowance = std::chrono::milliseconds(20) * static_cast<int>(peers.size() + 1);
+  const Clock::time_point probeDeadline = std::min(deadline, Clock::now() + allowance);
+  auto tagOf = [](int peer) { return static_cast<uint32_t>(peer + 1) << 16; };
+  uint8_t answer = static_cast<uint8_t>(CacheSharing::kUnknown);
+  if (rank == leader) {
+    double slowest = 0;
+    for (int p : peers) {
+      const double ns = bounceWithPeer(m.ctrl(p).cacheProbe, m.ctrl(rank).cacheProbe, tagOf(p), probeDeadline);
+      slowest = ns < 0 || slowest < 0 ? -1 : std::max(slowest, ns);
+    }
+    CacheSharing sharing = cacheSharingFromEnvironment();
+    if (sharing == CacheSharing::kUnknown) sharing = cacheSharingOf(slowest);
+    TERN_LOG(kInfo, kShm, rank, "cache-line round trip to the host's other ranks: %s%.0f ns (%s)",
+             peers.size() > 1 ? "up to " : "", slowest,
+             sharing == CacheSharing::kShared     ? "a shared cache"
+             : sharing == CacheSharing::kSeparate ? "no shared cache"
+                                                  : "unknown");
+    answer = static_cast<uint8_t>(sharing);
+  } else if (!echoToLeader(m.ctrl(rank).cacheProbe, m.ctrl(leader).cacheProbe, tagOf(rank), probeDeadline)) {
+    TERN_LOG(kInfo, kShm, rank, "cache sharing probe: rank %d did not finish in time", leader);
+  }
+  const auto answers = exchangeWithPeers(setup.tcp, rank, peers, &answer, sizeof(answer), deadline, setup.abortFlag,
+                                         "shared-memory setup");
+  if (rank != leader) {
+    const auto at = std::find(peers.begin(), peers.end(), leader) - peers.begin();
+    const std::vector<char>& theirs = answers[static_cast<size_t>(at)];
+    // Bytes from a peer: anything but the three answers is unknown.
+    answer = theirs.size() == 1 && static_cast<uint8_t>(theirs[0]) <= 2 ? static_cast<uint8_t>(theirs[0]) : 0;
+  }
+  return static_cast<CacheSharing>(answer);
 }
 
 }  // namespace
@@ -194,6 +235,11 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
       v.fdFrom = v.sameProcess || (outcome[p] & kFd) != 0;
       v.fdTo = v.sameProcess || (theirs[rank] & kFd) != 0;
     }
+    // 4. Where the CMA learner's prior depends on it (cma_learner.hpp): whether the ranks share a cache. Every rank
+    // of the host takes this branch alike (its terms come from every rank's reports).
+    if (ok && slowKernelCopies && cmaEverywhere && setup.machineRanksOwnCpus) {
+      m->cacheSharing_ = probeCacheSharing(*m, setup, deadline);
+    }
   } catch (...) {
     // A peer died or misbehaved during setup: remove this rank's name, the names peers announced, and whatever else
     // of this job a dead peer left (it may have died before announcing).
@@ -223,9 +269,11 @@ std::unique_ptr<Mesh> Mesh::create(const IntraNodeSetup& setup) {
            "buffers %s; kernel copies at %.2fx memcpy here%s), segment %zu KiB",
            m->localPeers_.size(), sameProcess, cma, m->peersMapMyBuffers_ ? "zero-copy" : "staged",
            cma > 0 ? kernelCopyRatio() : 0.0,
-           !slowKernelCopies  ? ""
-           : m->ranksOwnCpus_ ? ", slow on this host: CMA starts avoided below 64 KiB per rank"
-                              : ", slow on this host: CMA starts avoided",
+           !slowKernelCopies   ? ""
+           : !m->ranksOwnCpus_ ? ", slow on this host: CMA starts avoided"
+           : m->cacheSharing_ == CacheSharing::kShared
+               ? ", slow on this host, ranks share a cache: CMA starts on mid-size calls only"
+               : ", slow on this host: CMA starts avoided below 64 KiB per rank",
            layout.totalBytes / 1024);
   return m;
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/unique_id.hpp"
+#include "transport/shm/cache_sharing_probe.hpp"
 #include "transport/shm/intra_node_setup.hpp"
 #include "transport/shm/shm_layout.hpp"
 #include "transport/shm/shm_segment.hpp"
@@ -62,6 +63,11 @@ class Mesh {
   // (IntraNodeSetup::machineRanksOwnCpus, from every rank's mask in the bootstrap table), so alike on every rank of
   // the host even where their masks differ.
   bool ranksOwnCpus() const { return ranksOwnCpus_; }
+  // Whether the host's ranks share a last-level cache, as the cache sharing probe measured it at setup between the
+  // lowest local rank and every other (cache_sharing_probe.hpp), or TERN_SHM_SHARED_CACHE said. Measured only where
+  // kernel copies are slow and the ranks own their CPUs (the CMA learner's prior depends on it only there), kUnknown
+  // elsewhere. The lowest rank's answer, so alike on every rank of the host.
+  CacheSharing cacheSharing() const { return cacheSharing_; }
 
   RankControl& ctrl(int p) { return *peers_[p].ctrl; }
   char* base(int p) { return peers_[p].segment.data(); }
@@ -97,6 +103,7 @@ class Mesh {
   bool cmaBetweenAllRanks_ = false;
   bool kernelCopiesSlow_ = false;
   bool ranksOwnCpus_ = false;
+  CacheSharing cacheSharing_ = CacheSharing::kUnknown;
 };
 
 }  // namespace tern::shm

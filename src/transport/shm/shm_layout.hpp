@@ -17,8 +17,9 @@ namespace tern::shm {
 
 constexpr uint64_t kSegmentMagic = 0x6d68732d6e726574ull;  // "tern-shm"
 // 2: RankControl::left; 3: RingHeader::reading; 4: slots carry their sequence number (no ring head);
-// 5: RingHeader::rendezvousBands; 6: the all-to-all table's header carries CMA offers by band
-constexpr uint32_t kLayoutVersion = 6;
+// 5: RingHeader::rendezvousBands; 6: the all-to-all table's header carries CMA offers by band;
+// 7: RankControl::cacheProbe
+constexpr uint32_t kLayoutVersion = 7;
 constexpr size_t kLine = 64;
 constexpr size_t kPage = 4096;
 
@@ -137,6 +138,9 @@ struct RankControl {
   // the owner may raise while its calling thread is still copying, this is raised by the calling thread itself.
   alignas(kLine) std::atomic<uint32_t> left;
   alignas(kLine) CallDesc desc[2];  // by call parity
+  // Written by a peer during setup only: the cache-line round trips of the cache sharing probe
+  // (cache_sharing_probe.hpp); the lowest local rank writes into its peers' line, each peer echoes into the lowest's.
+  alignas(kLine) std::atomic<uint32_t> cacheProbe;
 };
 
 struct alignas(kLine) RingIndex {
