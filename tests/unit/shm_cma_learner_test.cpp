@@ -201,21 +201,24 @@ TEST(CmaLearner, WhereRanksShareCpusLargerBandsThatOnlyMoveDataAreCheckedEarly) 
   }
 }
 
-// Where the ranks own their CPUs and share a cache, the prior stages the large bands, reduce at every size, in-place
-// all-to-alls and allreduce's smallest CMA band; the mid-size bands, broadcast and allreduce in place start on CMA.
+// Where the ranks own their CPUs and share a cache, the prior stages the reductions' and all-to-all's large bands,
+// reduce at every size, in-place all-to-alls and allreduce's smallest CMA band; the mid-size bands, the gathers and
+// allreduce in place start on CMA.
 // No early check: the prior is what the setup measured. The checks still correct it.
 TEST(CmaLearner, WhereRanksShareACacheLargeOutOfPlaceBandsStartStaged) {
   CmaLearner l(true, /*startAvoided=*/true, /*largeBandsStartOnCma=*/true, /*ranksShareCache=*/true);
   constexpr size_t kLarge = CmaLearner::kSharedCacheStagedMinBytes;
-  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
-                       Collective::kAlltoAll, Collective::kAlltoAllv}) {
+  for (Collective c :
+       {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAlltoAll, Collective::kAlltoAllv}) {
     EXPECT_EQ(l.verdict(c, kLarge), Verdict::kAvoid) << collectiveName(c);
     EXPECT_EQ(l.verdict(c, kLarge / 2), Verdict::kUse) << collectiveName(c);
     EXPECT_EQ(l.verdict(c, CmaLearner::kLargeCmaMinBytes / 2), Verdict::kAvoid) << collectiveName(c);
   }
   EXPECT_EQ(l.verdict({Collective::kAllReduce, true}, 16 * kLarge), Verdict::kUse);
-  EXPECT_EQ(l.verdict({Collective::kAllGather, true}, 16 * kLarge), Verdict::kAvoid);
-  EXPECT_EQ(l.verdict({Collective::kAllGather, true}, kLarge / 2), Verdict::kUse);
+  EXPECT_EQ(l.verdict({Collective::kReduceScatter, true}, 16 * kLarge), Verdict::kAvoid);
+  EXPECT_EQ(l.verdict({Collective::kReduceScatter, true}, kLarge / 2), Verdict::kUse);
+  EXPECT_EQ(l.verdict(Collective::kAllGather, 16 * kLarge), Verdict::kUse);
+  EXPECT_EQ(l.verdict({Collective::kAllGather, true}, 16 * kLarge), Verdict::kUse);
   EXPECT_EQ(l.verdict({Collective::kAlltoAll, true}, kLarge / 2), Verdict::kAvoid);
   EXPECT_EQ(l.verdict(Collective::kBroadcast, 16 * kLarge), Verdict::kUse);
   EXPECT_EQ(l.verdict(Collective::kReduce, kLarge / 4), Verdict::kAvoid);
@@ -223,7 +226,7 @@ TEST(CmaLearner, WhereRanksShareACacheLargeOutOfPlaceBandsStartStaged) {
   // Staged until the first check at kConfirmCall, where a faster CMA takes over; no early check.
   std::vector<bool> ran;
   for (int i = 0; i < CmaLearner::kConfirmCall + 8; ++i)
-    ran.push_back(call(l, Collective::kAllGather, 4 * kLarge, 100, 300));
+    ran.push_back(call(l, Collective::kAlltoAll, 4 * kLarge, 100, 300));
   for (int i = 0; i < CmaLearner::kConfirmCall; ++i) EXPECT_FALSE(ran[i]) << i;
   for (int i = CmaLearner::kConfirmCall; i < CmaLearner::kConfirmCall + 8; ++i) EXPECT_TRUE(ran[i]) << i;
   // Without a shared cache the same bands start on CMA.

@@ -75,7 +75,9 @@ CmaLearner::Verdict CmaLearner::priorVerdict(CmaKey key, int band) const {
   if (!ranksShareCache_) return bytes >= largeCmaMinBytes(key.coll) ? Verdict::kUse : Verdict::kAvoid;
   // Sharing a cache (the class comment): the smallest CMA bands of allreduce too start where the others do.
   if (key.coll == Collective::kReduce || bytes < kLargeCmaMinBytes) return Verdict::kAvoid;
-  if (key.coll == Collective::kBroadcast) return Verdict::kUse;
+  // The gathers' CMA forms only read: staging gained less there, and a wrong start on it costs several times what
+  // a wrong start on CMA does once the placement changes.
+  if (key.coll == Collective::kBroadcast || key.coll == Collective::kAllGather) return Verdict::kUse;
   if (key.inPlace) {
     // An all-to-all's CMA form in place first copies every block it sends into private scratch, a copy its staged
     // form in place does without. An allreduce's writes its result back into the very lines it has just read from
