@@ -111,9 +111,11 @@ bool DirectCollectives::cmaSizeAdmits(const CollArgs& a, const ShmPlan& plan) co
 
 CmaKey DirectCollectives::learnerKey(const CollArgs& a) const {
   // In place or not is each rank's own (NCCL lets one rank pass the same buffer and another two), so it keeps bands
-  // apart only where the learner's state steers nothing every rank must choose alike: where CMA could replace the
-  // one-phase form, whether a call takes the path where offers are exchanged at all comes from that state.
-  return {a.coll, a.inPlace && !cmaCouldReplaceOnePhase(a)};
+  // apart only where the learner's state steers nothing every rank must choose alike: at the one-phase sizes, where
+  // CMA may replace that form, whether a call takes the path where offers are exchanged at all comes from that state
+  // (cmaReplacesOnePhase). All-to-all decides its forms in its own exchange.
+  const bool onePhaseSize = !isAlltoAll(a.coll) && defaultShmAlgorithm(a, mesh_->nranks()) == ShmAlgorithm::kSmall;
+  return {a.coll, a.inPlace && !onePhaseSize};
 }
 
 bool DirectCollectives::cmaAvoided(const CollArgs& a) const {
