@@ -35,8 +35,9 @@ uint64_t CmaLearner::nextScheduledCheck(uint64_t call) {
 
 namespace {
 
-size_t bandsFirst(CmaKey key, int kBands) {
-  return (static_cast<size_t>(key.coll) * 2 + (key.inPlace ? 1 : 0)) * static_cast<size_t>(kBands);
+// Where a key's bands start in the learner's array: by collective, then out of place before in place.
+size_t bandsFirst(CmaKey key, int bandsPerKey) {
+  return (static_cast<size_t>(key.coll) * 2 + (key.inPlace ? 1 : 0)) * static_cast<size_t>(bandsPerKey);
 }
 
 }  // namespace
@@ -73,7 +74,8 @@ CmaLearner::Verdict CmaLearner::priorVerdict(CmaKey key, int band) const {
   const size_t bytes = size_t{1} << band;
   if (!largeBandsStartOnCma_) return Verdict::kAvoid;
   if (!ranksShareCache_) return bytes >= largeCmaMinBytes(key.coll) ? Verdict::kUse : Verdict::kAvoid;
-  // Sharing a cache (the class comment): the smallest CMA bands of allreduce too start where the others do.
+  // Sharing a cache (the class comment). Allreduce's 32 KiB band starts avoided too, like every band below
+  // kLargeCmaMinBytes.
   if (key.coll == Collective::kReduce || bytes < kLargeCmaMinBytes) return Verdict::kAvoid;
   // The gathers' CMA forms only read: staging gained less there, and a wrong start on it costs several times what
   // a wrong start on CMA does once the placement changes.
