@@ -403,6 +403,34 @@ TEST(ShmAlltoAllChild, DISABLED_ProcessRankRunsTheForcedForm) {
   ternComm_t comm = nullptr;
   ASSERT_EQ(ternCommInitRankConfig(&comm, 2, id, rank, &config), ternSuccess) << ternGetLastError(nullptr);
   shm::countRunsForTesting(true);
+  if (const char* expect = std::getenv("SHM_ALLTOALL_TEST_CACHE_PRIOR")) {
+    // The ranks were told different things about their cache (TERN_SHM_SHARED_CACHE) and kernel copies are slow:
+    // both take the lowest rank's answer (mesh.cpp). Blocks of 1 MiB per rank and up start staged with a shared
+    // cache, on CMA without one, in place or not (cma_learner.hpp).
+    if (!ranksOwnCpus(2)) {
+      std::fprintf(stderr, "the ranks share CPUs here: the setup does not probe the cache\n");
+      ternCommDestroy(comm);
+      std::_Exit(kSkipExit);
+    }
+    // What this rank expects to run, from its own learner: a rank that kept its own answer would expect staging
+    // where its peer expects CMA, and the peer's count below fails.
+    char name[32] = {};
+    double us = 0;
+    ASSERT_EQ(ternQueryAlgorithm(comm, "alltoall", kLarge, ternFloat32, name, sizeof(name), &us), ternSuccess);
+    const bool shared = std::string(expect) == "shared";
+    if (!shared && std::string(name) != "shm_cma") {
+      std::fprintf(stderr, "CMA unavailable between the ranks (%s expected)\n", name);
+      ternCommDestroy(comm);
+      std::_Exit(kSkipExit);
+    }
+    for (const bool inPlace : {false, true}) {
+      ASSERT_EQ(runAndCheck(comm, rank, 2, ternFloat32, kLarge, false, inPlace), ternSuccess) << ternGetLastError(comm);
+    }
+    EXPECT_EQ(runs(ShmAlgorithm::kCma), shared ? 0u : 2u);
+    EXPECT_EQ(runs(ShmAlgorithm::kPipelined), shared ? 2u : 0u);
+    ternCommDestroy(comm);
+    return;
+  }
   if (std::getenv("SHM_ALLTOALL_TEST_REGISTERED") != nullptr) {
     // Every rank's input from ternMemAlloc: peers map it and copy their blocks out in one plain copy, whatever the
     // kernel's copies cost here (the ranks are told they are slow) and at every size beyond the inline one, alltoall
@@ -609,6 +637,21 @@ TEST(ShmAlltoAll, OneRankWithSlowKernelCopiesGivesEveryRankItsPrior) {
   if (codes[0] == kSkipExit && codes[1] == kSkipExit) GTEST_SKIP() << "CMA between processes refused on this host";
   EXPECT_EQ(codes[0], 0);
   EXPECT_EQ(codes[1], 0);
+}
+
+TEST(ShmAlltoAll, EveryRankTakesTheLowestRanksAnswerOnCacheSharing) {
+  if (!shm::kAlltoAllDispatched) GTEST_SKIP() << "DirectCollectives does not dispatch all-to-all yet";
+  for (const bool shared : {true, false}) {
+    const std::string lowest = std::string("TERN_SHM_SHARED_CACHE=") + (shared ? "1" : "0");
+    const std::string other = std::string("TERN_SHM_SHARED_CACHE=") + (shared ? "0" : "1");
+    const std::vector<int> codes =
+        runProcessPair({"TERN_SHM_KERNEL_COPY_RATIO=0.1",
+                        std::string("SHM_ALLTOALL_TEST_CACHE_PRIOR=") + (shared ? "shared" : "separate")},
+                       {{lowest}, {other}});
+    if (codes[0] == kSkipExit && codes[1] == kSkipExit) GTEST_SKIP() << "no cache sharing probe or no CMA on this host";
+    EXPECT_EQ(codes[0], 0) << (shared ? "shared" : "separate");
+    EXPECT_EQ(codes[1], 0) << (shared ? "shared" : "separate");
+  }
 }
 
 TEST(ShmAlltoAll, ForcedFormsThatCannotRunFailNamingWhy) {
