@@ -31,7 +31,8 @@
 //     (its CMA form writes its result into the very lines it has just read) and the mid-size bands start on CMA.
 //     That is the placement a VM's two idle vCPUs often start in; the checks correct it when they move.
 // Bands are kept apart for calls in place and out of place (CmaKey): the two move the same bytes over a footprint
-// that differs by half, and which form wins differs with it.
+// that differs by half, and which form wins differs with it. The caller says where that may be done
+// (DirectCollectives::learnerKey: not at the one-phase sizes, whose path every rank must choose alike).
 // A band decided by a check carries to its neighbours within kNeighbourBands; one still on the prior alone does not.
 // Otherwise per collective and size band (a power of two of input bytes per rank; for alltoallv, whose sizes differ
 // from rank to rank, of the mean over the ranks, which every rank knows only once it has read every rank's table: each
