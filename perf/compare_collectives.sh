@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every collective, tern vs Open MPI vs oneCCL, side by side on one host: same sizes, same transport, one table per
-# collective and rank count, and the ratios tern / best other.
+# Every collective, tern vs Open MPI vs oneCCL (and Gloo over TCP), side by side on one host: same sizes, same
+# transport, one table per collective and rank count, and the ratios tern / best other.
 #
 #   perf/compare_collectives.sh [BUILD_DIR=build]
 #
@@ -20,6 +20,9 @@
 # loop as the baselines), mpi_collectives --coll C under mpirun, and oneccl_collectives --coll C, which
 # perf/compare/oneccl.sh installs from PyPI into BUILD_DIR/perf-venv-oneccl and compiles on first use (its header
 # lists the CCL_* settings and why). oneCCL has every collective here; a tool without one would get an empty column.
+# gloo_collectives --coll C (TRANSPORT=tcp, or named in TOOLS): the calls PyTorch's ProcessGroupGloo makes, over
+# Gloo's only CPU transport, TCP (so on TRANSPORT=shm its column is what the gloo backend gives on one host); its
+# ranks get CPUs of their own as in compare.sh (GLOO_BIND=split), and it has no reduce_scatter (an empty column).
 #
 # The fair protocol (perf/compare/common.sh): every tool out of place, except broadcast, which MPI_Bcast and
 # oneCCL's broadcast only have in place, so tern's column is broadcast_perf's in-place one (its out-of-place one
@@ -44,13 +47,15 @@
 #                     the sizes (8 B..128 MB from 8)
 #   ITER_BYTES [1G] MIN_ITERS [5] MAX_ITERS [2000]   iterations per size ~ ITER_BYTES/size, clamped
 #   WARMUP [iters/5, 2..WARMUP_MAX]   WARMUP_MAX [200]   REPEATS [3]   HUGEPAGES [none]   none | madvise | collapse
-#   TOOLS ["tern mpi oneccl"]   which columns to run
+#   TOOLS [shm: "tern mpi oneccl"; tcp: "tern mpi oneccl gloo"]   which columns to run
+#   GLOO_COLLECTIVES [BUILD_DIR/bin/gloo_collectives]   GLOO_BIND [split] split | core | none (more ranks than CPUs:
+#                     none)
 #   MPI_MCA [shm: "--mca pml ob1 --mca btl vader,self"; tcp: "--mca pml ob1 --mca btl tcp,self --mca
 #            btl_tcp_if_include lo"]   MPI_ARGS: more mpirun arguments
 #   TERN_RUN [BUILD_DIR/bin/tern-run]   TERN_BIN [BUILD_DIR/bin]   TERN_ALLTOALLV_PERF [TERN_BIN/tern_alltoallv]
 #   MPI_COLLECTIVES [BUILD_DIR/bin/mpi_collectives]   MPIRUN [mpirun]
 #   ONECCL, ONECCL_VENV, ONECCL_PIP, ONECCL_ENV, ONECCL_COLLECTIVES: see perf/compare/oneccl.sh
-#   TERN_RUN_ARGS TERN_ARGS MPI_DRIVER_ARGS ONECCL_ARGS   extra arguments for each tool
+#   TERN_RUN_ARGS TERN_ARGS MPI_DRIVER_ARGS ONECCL_ARGS GLOO_ARGS   extra arguments for each tool
 #   RESULTS_DIR [BUILD_DIR/perf-compare/collectives-TRANSPORT-DATE]   raw logs, rows, report.txt
 #   CMP_TIMEOUT [900]  seconds before a single tool run is killed
 #   PLACEMENT_PROBE [BUILD_DIR/bin/placement_probe]   run before each tool run: the cache-line round trip between the
@@ -65,7 +70,10 @@ source "$here/compare/oneccl.sh"
 
 build=$(cmp_resolve_build "${1:-build}")
 COLLS=${COLLS:-allgather reduce_scatter broadcast reduce alltoall alltoallv sendrecv}
-NPS=${NPS:-2 4} TRANSPORT=${TRANSPORT:-shm} TOOLS=${TOOLS:-tern mpi oneccl}
+NPS=${NPS:-2 4} TRANSPORT=${TRANSPORT:-shm}
+default_tools="tern mpi oneccl"
+[[ $TRANSPORT == tcp ]] && default_tools+=" gloo"
+TOOLS=${TOOLS:-$default_tools}
 MINBYTES=${MINBYTES:-8} MAXBYTES=${MAXBYTES:-256M} STEPFACTOR=${STEPFACTOR:-2}
 ITER_BYTES=${ITER_BYTES:-1G} MIN_ITERS=${MIN_ITERS:-5} MAX_ITERS=${MAX_ITERS:-2000} WARMUP=${WARMUP:-}
 WARMUP_MAX=${WARMUP_MAX:-200} REPEATS=${REPEATS:-3} HUGEPAGES=${HUGEPAGES:-none}
@@ -73,6 +81,7 @@ TERN_RUN=${TERN_RUN:-$build/bin/tern-run}
 TERN_BIN=${TERN_BIN:-$build/bin}
 TERN_ALLTOALLV_PERF=${TERN_ALLTOALLV_PERF:-$TERN_BIN/tern_alltoallv}
 MPI_COLLECTIVES=${MPI_COLLECTIVES:-$build/bin/mpi_collectives}
+GLOO_COLLECTIVES=${GLOO_COLLECTIVES:-$build/bin/gloo_collectives} GLOO_BIND=${GLOO_BIND:-split}
 MPIRUN=${MPIRUN:-mpirun}
 PLACEMENT_PROBE=${PLACEMENT_PROBE:-$build/bin/placement_probe}
 
@@ -101,7 +110,8 @@ for c in $COLLS; do
   esac
 done
 for t in $TOOLS; do
-  [[ $t == tern || $t == mpi || $t == oneccl ]] || cmp_die "unknown tool '$t' in TOOLS (tern, mpi, oneccl)"
+  [[ $t == tern || $t == mpi || $t == oneccl || $t == gloo ]] ||
+    cmp_die "unknown tool '$t' in TOOLS (tern, mpi, oneccl, gloo)"
 done
 [[ $REPEATS =~ ^[1-9][0-9]*$ ]] || cmp_die "REPEATS must be a positive integer"
 read -r -a mpi_mca <<<"${MPI_MCA:-$default_mca}"
@@ -110,6 +120,7 @@ read -r -a tern_run_args <<<"${TERN_RUN_ARGS:-}"
 read -r -a tern_args <<<"${TERN_ARGS:-}"
 read -r -a mpi_driver_args <<<"${MPI_DRIVER_ARGS:-}"
 read -r -a oneccl_args <<<"${ONECCL_ARGS:-}"
+read -r -a gloo_args <<<"${GLOO_ARGS:-}"
 results=${RESULTS_DIR:-$build/perf-compare/collectives-$TRANSPORT-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$results" || cmp_die "cannot create $results"
 ncpu=$(cmp_usable_cpus | wc -l)
@@ -136,11 +147,13 @@ tern_coll_args() {
   esac
 }
 
-# report_coll TAG : the table for one collective and rank count from TAG-{tern,mpi,oneccl}.rows, plus one summary
-# line (appended to $results/summary.txt). Sizes no tool measured (a split rounded to 0 elements) are left out.
+# report_coll TAG : the table for one collective and rank count from TAG-{tern,mpi,oneccl,gloo}.rows, plus one
+# summary line (appended to $results/summary.txt). Sizes no tool measured (a split rounded to 0 elements) are left
+# out; the Gloo columns only where Gloo ran.
 report_coll() {
-  local tag=$1
-  awk -v tag="$tag" -v summary="$results/summary.txt" '
+  local tag=$1 with_gloo=0
+  [[ -s $results/$tag-gloo.rows ]] && with_gloo=1
+  awk -v tag="$tag" -v summary="$results/summary.txt" -v with_gloo="$with_gloo" '
     function human(b) {
       if (b >= 1073741824 && b % 1073741824 == 0) return (b / 1073741824) "G"
       if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) "M"
@@ -151,7 +164,8 @@ report_coll() {
     function fsp(med, lo, hi, n) { return med == "" || med <= 0 ? "-" : sprintf("%.0f%%/%d", 100 * (hi - lo) / med, n) }
     function fr(r) { return r == "" ? "-" : sprintf("%.2fx", r) }
     function bad(w) { return w ~ /^[0-9]+$/ && w > 0 }
-    { tool = FILENAME == ARGV[1] ? 1 : (FILENAME == ARGV[2] ? 2 : 3) }
+    BEGIN { others = with_gloo ? 4 : 3; name[2] = "MPI"; name[3] = "oneCCL"; name[4] = "Gloo" }
+    { for (tool = 1; tool <= 4 && FILENAME != ARGV[tool]; tool++) {} }
     $1 > 0 {
       t[tool, $1] = $3; lo[tool, $1] = $6; hi[tool, $1] = $7; runs[tool, $1] = $5; w[tool, $1] = $4; seen[$1] = 1
     }
@@ -159,24 +173,26 @@ report_coll() {
       n = 0
       for (s in seen) sizes[++n] = s + 0
       for (i = 2; i <= n; i++) { v = sizes[i]; for (j = i - 1; j >= 1 && sizes[j] > v; j--) sizes[j + 1] = sizes[j]; sizes[j + 1] = v }
-      printf "%8s  %10s %7s  %10s %7s  %10s %7s  %9s %11s %10s\n", "size", "tern us", "spread", "MPI us", "spread",
-             "oneCCL us", "spread", "tern/MPI", "tern/oneCCL", "tern/best"
+      head = sprintf("%8s  %10s %7s", "size", "tern us", "spread")
+      for (o = 2; o <= others; o++) head = head sprintf("  %10s %7s", name[o] " us", "spread")
+      for (o = 2; o <= others; o++) head = head sprintf(" %11s", "tern/" name[o])
+      print head sprintf(" %10s", "tern/best")
       for (k = 1; k <= n; k++) {
         s = sizes[k]
-        rm = (t[1, s] > 0 && t[2, s] != "") ? t[2, s] / t[1, s] : ""
-        ro = (t[1, s] > 0 && t[3, s] != "") ? t[3, s] / t[1, s] : ""
+        row = sprintf("%8s  %10s %7s", human(s), ftime(t[1, s]), fsp(t[1, s], lo[1, s], hi[1, s], runs[1, s]))
         best = ""
-        if (rm != "") best = rm
-        if (ro != "" && (best == "" || ro < best)) best = ro
+        for (o = 2; o <= others; o++) {
+          row = row sprintf("  %10s %7s", ftime(t[o, s]), fsp(t[o, s], lo[o, s], hi[o, s], runs[o, s]))
+          r[o] = (t[1, s] > 0 && t[o, s] != "") ? t[o, s] / t[1, s] : ""
+          if (r[o] != "" && (best == "" || r[o] < best)) best = r[o]
+        }
+        for (o = 2; o <= others; o++) row = row sprintf(" %11s", fr(r[o]))
         if (best != "") { nb++; lb += log(best); if (minb == "" || best < minb) { minb = best; mins = s } ; if (best >= 1) ahead++ }
         note = ""
         if (bad(w[1, s])) note = note " tern"
-        if (bad(w[2, s])) note = note " MPI"
-        if (bad(w[3, s])) note = note " oneCCL"
+        for (o = 2; o <= others; o++) if (bad(w[o, s])) note = note " " name[o]
         if (note != "") { note = "  WRONG results:" note; wrong++ }
-        printf "%8s  %10s %7s  %10s %7s  %10s %7s  %9s %11s %10s%s\n", human(s), ftime(t[1, s]),
-               fsp(t[1, s], lo[1, s], hi[1, s], runs[1, s]), ftime(t[2, s]), fsp(t[2, s], lo[2, s], hi[2, s], runs[2, s]),
-               ftime(t[3, s]), fsp(t[3, s], lo[3, s], hi[3, s], runs[3, s]), fr(rm), fr(ro), fr(best), note
+        print row sprintf(" %10s", fr(best)) note
       }
       if (nb) line = sprintf("%-22s tern >= best other at %d/%d sizes, tern/best min %.2fx (at %s), geomean %.2fx",
                              tag, ahead, nb, minb, human(mins), exp(lb / nb))
@@ -184,9 +200,9 @@ report_coll() {
       if (wrong) line = line sprintf(", %d sizes with WRONG results", wrong)
       print line
       print line >> summary
-    }' "$results/$tag-tern.rows" "$results/$tag-mpi.rows" "$results/$tag-oneccl.rows"
+    }' "$results/$tag-tern.rows" "$results/$tag-mpi.rows" "$results/$tag-oneccl.rows" "$results/$tag-gloo.rows"
   local tool line=""
-  for tool in tern mpi oneccl; do
+  for tool in tern mpi oneccl gloo; do
     [[ -s $results/$tag-$tool.rows ]] || continue
     line+="${line:+; }$tool $(cmp_placement_summary "$results/$tag-$tool.log")"
   done
@@ -197,27 +213,28 @@ report_coll() {
 # run_coll COLL NP : every tool over the sweep, REPEATS times, leaving $results/COLL-npNP-TOOL.rows.
 run_coll() {
   local coll=$1 np=$2 tag="$1-np$2" plan rep first last iters warm group tool tern_bin e
-  local tern_bind=auto placement=(--bind-to core) occl_bind=core
+  local tern_bind=auto placement=(--bind-to core) occl_bind=core gloo_bind=$GLOO_BIND
   if ((np > ncpu)); then
-    tern_bind=none placement=(--oversubscribe --bind-to none) occl_bind=none
+    tern_bind=none placement=(--oversubscribe --bind-to none) occl_bind=none gloo_bind=none
   fi
   local tern_x=() mpi_x=() coll_args=()
   for e in "${tern_hp[@]}"; do tern_x+=(-x "$e"); done
   for e in "${other_hp[@]}"; do mpi_x+=(-x "$e"); done
   read -r -a coll_args <<<"$(tern_coll_args "$coll")"
   tern_bin=$(tern_perf "$coll")
-  local run_tern=$have_tern run_mpi=$have_mpi run_occl=$have_oneccl
+  local run_tern=$have_tern run_mpi=$have_mpi run_occl=$have_oneccl run_gloo=$have_gloo
+  [[ $coll == reduce_scatter ]] && run_gloo=0  # not in Gloo's options API (gloo_collectives.cpp)
   if ((run_tern)) && [[ ! -x $tern_bin ]]; then
     echo "# tern: $tern_bin not built; the tern column of $tag stays empty"
     run_tern=0 failed=1
   fi
   plan=$(cmp_plan "$MINBYTES" "$MAXBYTES" "$STEPFACTOR" "$ITER_BYTES" "$MIN_ITERS" "$MAX_ITERS" "$WARMUP" \
     "$WARMUP_MAX") || exit 2
-  for tool in tern mpi oneccl; do : >"$results/$tag-$tool.log"; done
+  for tool in tern mpi oneccl gloo; do : >"$results/$tag-$tool.log"; done
   for ((rep = 1; rep <= REPEATS; rep++)); do
     group=0
     while read -r first last iters warm; do
-      for tool in $(cmp_order $((group + rep - 1)) tern mpi oneccl); do
+      for tool in $(cmp_order $((group + rep - 1)) tern mpi oneccl gloo); do
         case $tool in
           tern)
             ((run_tern)) || continue
@@ -241,13 +258,21 @@ run_coll() {
               "$results/$tag-oneccl.log" "$TRANSPORT" "r$rep-$first" --coll "$coll" -b "$first" -e "$last" \
               -f "$STEPFACTOR" -n "$iters" -w "$warm" "${oneccl_args[@]}" || failed=1
             ;;
+          gloo)
+            ((run_gloo)) || continue
+            cmp_placement "$results/$tag-gloo.log"
+            # Each run its own key prefix, so that a half-finished earlier rendezvous can never be joined by mistake.
+            CMP_LOCAL_BIND=$gloo_bind cmp_launch_local "$np" "$results/$tag-gloo.log" "$GLOO_COLLECTIVES" \
+              --store "$results/gloo-store" --prefix "$tag-r$rep-$first" --coll "$coll" -b "$first" -e "$last" \
+              -f "$STEPFACTOR" -n "$iters" -w "$warm" "${gloo_args[@]}" || failed=1
+            ;;
         esac
       done
       group=$((group + 1))
     done <<<"$plan"
   done
   local place
-  for tool in tern mpi oneccl; do
+  for tool in tern mpi oneccl gloo; do
     place=out
     [[ $tool == tern && $coll == broadcast ]] && place=in  # like for like: the others' broadcasts are in place
     cmp_parse_nccl "$place" <"$results/$tag-$tool.log" >"$results/$tag-$tool.rows"
@@ -255,14 +280,17 @@ run_coll() {
   ((run_tern)) && [[ ! -s $results/$tag-tern.rows ]] && echo "# tern produced no result rows ($tag)" && failed=1
   ((run_mpi)) && [[ ! -s $results/$tag-mpi.rows ]] && echo "# mpi produced no result rows ($tag)" && failed=1
   ((run_occl)) && [[ ! -s $results/$tag-oneccl.rows ]] && echo "# oneccl produced no result rows ($tag)" && failed=1
+  ((run_gloo)) && [[ ! -s $results/$tag-gloo.rows ]] && echo "# gloo produced no result rows ($tag)" && failed=1
   return 0
 }
 
 failed=0
-have_tern=0 have_mpi=0 have_oneccl=0
+others_text="Open MPI vs oneCCL"
+[[ " $TOOLS " == *" gloo "* ]] && others_text+=" vs Gloo"
+have_tern=0 have_mpi=0 have_oneccl=0 have_gloo=0
 
 main() {
-  echo "# compare_collectives: tern vs Open MPI vs oneCCL, float32, over $transport_text"
+  echo "# compare_collectives: tern vs $others_text, float32, over $transport_text"
   cmp_machine_info
   echo "# collectives: $COLLS; ranks: $NPS (CPUs: $ncpu; more ranks than CPUs run unbound)"
   echo "# sizes:       $MINBYTES..$MAXBYTES x$STEPFACTOR, ~$ITER_BYTES per size ($MIN_ITERS..$MAX_ITERS" \
@@ -276,6 +304,7 @@ main() {
     case $t in
       tern) TERN_PERF=$TERN_BIN/all_gather_perf cmp_have_tern && have_tern=1 || failed=1 ;;
       mpi) MPI_ALLREDUCE=$MPI_COLLECTIVES cmp_have_mpi && have_mpi=1 || failed=1 ;;
+      gloo) GLOO_ALLREDUCE=$GLOO_COLLECTIVES cmp_have_gloo && have_gloo=1 || failed=1 ;;
       oneccl)
         if occl_setup "$build"; then
           have_oneccl=1
@@ -294,7 +323,7 @@ main() {
   done
 
   echo
-  echo "# ===== tern vs Open MPI vs oneCCL over $transport_text, out of place (broadcast: every tool in place)"
+  echo "# ===== tern vs $others_text over $transport_text, out of place (broadcast: every tool in place)"
   echo "# medians of $REPEATS runs, time in us; spread = (slowest - fastest) / median, /runs"
   echo "# ratio = other median time / tern median time (> 1: tern is faster); tern/best against the faster other"
   for np in $NPS; do
@@ -305,7 +334,7 @@ main() {
     done
   done
   echo
-  echo "# ===== summary (tern/best: > 1 means tern is ahead of both)"
+  echo "# ===== summary (tern/best: > 1 means tern is ahead of every other tool)"
   cat "$results/summary.txt"
   cmp_busy_note "after the runs"
   cmp_status "$failed" "$results"
