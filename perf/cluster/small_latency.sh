@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A collective across the simulated 2-node cluster (1 rank per node): tern, Open MPI and oneCCL side by side. By
+# shellcheck disable=SC2317  # the run_TOOL functions are called indirectly, as "run_$tool"
+# A collective across the simulated 2-node cluster (1 rank per node): tern, Open MPI, oneCCL and Gloo side by side. By
 # default small-message allreduce latency over unshaped veth links, where what a loss scalar or a barrier pays is
 # the network's latency and the library's own overhead, not bandwidth; COLL and RATE make it any of the compared
 # collectives over shaped links (issue 19: alltoall, alltoallv and allgather on 1 Gb/s links).
@@ -11,8 +12,10 @@
 # nodes have their own; ranks run at normal priority. Open MPI: pml ob1 with the TCP BTL on the nodes' tern0
 # interface, mpirun started in node 0's namespace and reaching node 1 through an rsh agent that enters the node's
 # namespace (no ssh). oneCCL: the same driver and settings as perf/compare.sh over libfabric's tcp provider on
-# tern0 (perf/compare/oneccl.sh installs it on first use; ONECCL=0 leaves it out). All three run float32 sum
-# COLL (float32, sum where it reduces) out of place, the same sizes and iterations; REPEATS rounds, the tool that
+# tern0 (perf/compare/oneccl.sh installs it on first use; ONECCL=0 leaves it out). Gloo: gloo_collectives (the calls
+# PyTorch's ProcessGroupGloo makes) bound to each node's address, meeting through a FileStore directory (GLOO=0
+# leaves it out). All run COLL (float32, sum where it reduces) out of place, the same sizes and iterations; REPEATS
+# rounds, the tool that
 # runs first rotating. Targets: allreduce (issue 18) tern's time <= Open MPI's and <= 0.8x oneCCL's at every size;
 # the others (issue 19) tern's time <= the others'. With RATE set, the report also gives tern's time at each size
 # against the link bound: the bytes that must cross into a node (allreduce n, alltoall and allgather n/2) at the
@@ -20,7 +23,7 @@
 #
 # Environment: COLL [allreduce] (allreduce, allgather, alltoall, alltoallv) RATE [none] (tc tbf rate of every
 #   node's link, e.g. 1gbit) MINBYTES [8] MAXBYTES [8K] STEPFACTOR [4] ITERS [500] WARMUP [50] REPEATS [3]
-#   MPIRUN [mpirun] ONECCL [1] RESULTS_DIR [BUILD_DIR/perf-compare/cluster-latency-DATE]
+#   MPIRUN [mpirun] ONECCL [1] GLOO [1] RESULTS_DIR [BUILD_DIR/perf-compare/cluster-latency-DATE]
 # A benchmark, not a test: exit code 0 whatever the ratios, non-zero when a tool failed or printed nothing.
 set -uo pipefail
 
@@ -71,6 +74,13 @@ else
   echo "# Open MPI: $MPIRUN or $BIN/${mpi_driver[0]} missing; its column stays empty"
 fi
 occl_setup "$build" && tools+=(oneccl)
+if [[ ${GLOO:-1} == 1 ]]; then
+  if [[ -x $BIN/gloo_collectives ]]; then
+    tools+=(gloo)
+  else
+    echo "# Gloo: $BIN/gloo_collectives not built (needs libgloo-dev); its column stays empty"
+  fi
+fi
 
 run_tern() {
   cmp_show_cmd tnc_launch --pin -- "$BIN/${tern_perf[0]}" "${tern_perf[@]:1}" "${sizes[@]}" | tee -a "$results/tern.log"
@@ -92,7 +102,7 @@ run_oneccl() {
   cmp_show_cmd "(per node)" env "${env_words[@]}" "$ONECCL_COLLECTIVES" --coll "$COLL" "${sizes[@]}" |
     tee -a "$results/oneccl.log"
   for n in 0 1; do
-    ip netns exec "$(tnc_ns "$n")" env TERN_RANK=$n TERN_WORLD_SIZE=2 "${env_words[@]}" \
+    ip netns exec "$(tnc_ns "$n")" env TERN_RANK="$n" TERN_WORLD_SIZE=2 "${env_words[@]}" \
       timeout --kill-after=10 "$CMP_TIMEOUT" taskset -c "$(tnc_cpus_of "$n")" "$ONECCL_COLLECTIVES" \
       --kvs "$kvs/kvs" --coll "$COLL" "${sizes[@]}" </dev/null >"$kvs/$n.out" 2>&1 &
     pids+=($!)
@@ -104,6 +114,27 @@ run_oneccl() {
   done
   for n in 0 1; do sed "s/^/[$n] /" "$kvs/$n.out"; done | tee -a "$results/oneccl.log"
   rm -rf "$kvs"
+  return "$rc"
+}
+
+run_gloo() {
+  local store n pids=() rc=0 s
+  store=$(mktemp -d)
+  cmp_show_cmd "(per node)" "$BIN/gloo_collectives" --store "$store" --host "<node address>" --coll "$COLL" \
+    "${sizes[@]}" | tee -a "$results/gloo.log"
+  for n in 0 1; do
+    ip netns exec "$(tnc_ns "$n")" env TERN_RANK="$n" TERN_WORLD_SIZE=2 timeout --kill-after=10 "$CMP_TIMEOUT" \
+      taskset -c "$(tnc_cpus_of "$n")" "$BIN/gloo_collectives" --store "$store" --host "$(tnc_addr "$n")" \
+      --coll "$COLL" "${sizes[@]}" </dev/null >"$store/$n.out" 2>&1 &
+    pids+=($!)
+  done
+  for n in 0 1; do
+    wait "${pids[$n]}"
+    s=$?
+    ((s != 0 && rc == 0)) && rc=$s
+  done
+  for n in 0 1; do sed "s/^/[$n] /" "$store/$n.out"; done | tee -a "$results/gloo.log"
+  rm -rf "$store"
   return "$rc"
 }
 
@@ -127,7 +158,7 @@ for tool in "${tools[@]}"; do cmp_parse_nccl out <"$results/$tool.log" >"$result
   echo "# ===== $COLL float32, 2 nodes x 1 rank, links $([[ $RATE == none ]] && echo "unshaped veth" || echo "shaped to $RATE")," \
     "out of place: medians of $REPEATS runs"
   echo "# ratio = other median time / tern median time; > 1 means tern is faster"
-  for tool in mpi oneccl; do
+  for tool in mpi oneccl gloo; do
     [[ -s $results/$tool.rows ]] || continue
     target=1
     [[ $tool == oneccl && $COLL == allreduce ]] && target=1.25
