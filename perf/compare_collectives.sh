@@ -285,8 +285,14 @@ run_coll() {
 }
 
 failed=0
-others_text="Open MPI vs oneCCL"
-[[ " $TOOLS " == *" gloo "* ]] && others_text+=" vs Gloo"
+others_text=""
+for t in $TOOLS; do
+  case $t in
+    mpi) others_text+="${others_text:+ vs }Open MPI" ;;
+    oneccl) others_text+="${others_text:+ vs }oneCCL" ;;
+    gloo) others_text+="${others_text:+ vs }Gloo" ;;
+  esac
+done
 have_tern=0 have_mpi=0 have_oneccl=0 have_gloo=0
 
 main() {

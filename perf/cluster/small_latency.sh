@@ -95,16 +95,14 @@ run_mpi() {
     "$BIN/${mpi_driver[0]}" "${mpi_driver[@]:1}" "${sizes[@]}"
 }
 
-run_oneccl() {
-  local env_words=() kvs n pids=() rc=0 s
-  mapfile -t env_words < <(occl_env tcp 2 | sed 's/^CCL_KVS_IFACE=lo$/CCL_KVS_IFACE=tern0/; s/^FI_TCP_IFACE=lo$/FI_TCP_IFACE=tern0/')
-  kvs=$(mktemp -d)
-  cmp_show_cmd "(per node)" env "${env_words[@]}" "$ONECCL_COLLECTIVES" --coll "$COLL" "${sizes[@]}" |
-    tee -a "$results/oneccl.log"
+# on_both_nodes LOG FN : runs `FN NODE DIR` for nodes 0 and 1 at once, each in the background with its output in a
+# file, DIR a scratch directory both share (oneCCL's KVS file, Gloo's FileStore); then appends both outputs to LOG
+# tagged "[n] ", as a launcher would. Returns the first non-zero exit code.
+on_both_nodes() {
+  local log=$1 fn=$2 dir n pids=() rc=0 s
+  dir=$(mktemp -d)
   for n in 0 1; do
-    ip netns exec "$(tnc_ns "$n")" env TERN_RANK="$n" TERN_WORLD_SIZE=2 "${env_words[@]}" \
-      timeout --kill-after=10 "$CMP_TIMEOUT" taskset -c "$(tnc_cpus_of "$n")" "$ONECCL_COLLECTIVES" \
-      --kvs "$kvs/kvs" --coll "$COLL" "${sizes[@]}" </dev/null >"$kvs/$n.out" 2>&1 &
+    "$fn" "$n" "$dir" </dev/null >"$dir/$n.out" 2>&1 &
     pids+=($!)
   done
   for n in 0 1; do
@@ -112,30 +110,36 @@ run_oneccl() {
     s=$?
     ((s != 0 && rc == 0)) && rc=$s
   done
-  for n in 0 1; do sed "s/^/[$n] /" "$kvs/$n.out"; done | tee -a "$results/oneccl.log"
-  rm -rf "$kvs"
+  for n in 0 1; do sed "s/^/[$n] /" "$dir/$n.out"; done | tee -a "$log"
+  rm -rf "$dir"
   return "$rc"
 }
 
+oneccl_env=()
+oneccl_node() {
+  ip netns exec "$(tnc_ns "$1")" env TERN_RANK="$1" TERN_WORLD_SIZE=2 "${oneccl_env[@]}" \
+    timeout --kill-after=10 "$CMP_TIMEOUT" taskset -c "$(tnc_cpus_of "$1")" "$ONECCL_COLLECTIVES" \
+    --kvs "$2/kvs" --coll "$COLL" "${sizes[@]}"
+}
+
+run_oneccl() {
+  mapfile -t oneccl_env < <(occl_env tcp 2 |
+    sed 's/^CCL_KVS_IFACE=lo$/CCL_KVS_IFACE=tern0/; s/^FI_TCP_IFACE=lo$/FI_TCP_IFACE=tern0/')
+  cmp_show_cmd "(per node)" env "${oneccl_env[@]}" "$ONECCL_COLLECTIVES" --coll "$COLL" "${sizes[@]}" |
+    tee -a "$results/oneccl.log"
+  on_both_nodes "$results/oneccl.log" oneccl_node
+}
+
+gloo_node() {
+  ip netns exec "$(tnc_ns "$1")" env TERN_RANK="$1" TERN_WORLD_SIZE=2 timeout --kill-after=10 "$CMP_TIMEOUT" \
+    taskset -c "$(tnc_cpus_of "$1")" "$BIN/gloo_collectives" --store "$2" --host "$(tnc_addr "$1")" \
+    --coll "$COLL" "${sizes[@]}"
+}
+
 run_gloo() {
-  local store n pids=() rc=0 s
-  store=$(mktemp -d)
-  cmp_show_cmd "(per node)" "$BIN/gloo_collectives" --store "$store" --host "<node address>" --coll "$COLL" \
+  cmp_show_cmd "(per node)" "$BIN/gloo_collectives" --store "<shared dir>" --host "<node address>" --coll "$COLL" \
     "${sizes[@]}" | tee -a "$results/gloo.log"
-  for n in 0 1; do
-    ip netns exec "$(tnc_ns "$n")" env TERN_RANK="$n" TERN_WORLD_SIZE=2 timeout --kill-after=10 "$CMP_TIMEOUT" \
-      taskset -c "$(tnc_cpus_of "$n")" "$BIN/gloo_collectives" --store "$store" --host "$(tnc_addr "$n")" \
-      --coll "$COLL" "${sizes[@]}" </dev/null >"$store/$n.out" 2>&1 &
-    pids+=($!)
-  done
-  for n in 0 1; do
-    wait "${pids[$n]}"
-    s=$?
-    ((s != 0 && rc == 0)) && rc=$s
-  done
-  for n in 0 1; do sed "s/^/[$n] /" "$store/$n.out"; done | tee -a "$results/gloo.log"
-  rm -rf "$store"
-  return "$rc"
+  on_both_nodes "$results/gloo.log" gloo_node
 }
 
 {

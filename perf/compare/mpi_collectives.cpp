@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "collectives.hpp"
+#include "sweep_cli.hpp"
 
 namespace {
 
 using tern::compare::CallShape;
 using tern::compare::Coll;
-using tern::compare::ParseBytes;
 
 int Int(size_t v) { return static_cast<int>(v); }
 
@@ -127,38 +127,15 @@ int main(int argc, char** argv) {
   // Parse before MPI_Init so --help works without a launcher; every rank parses the same argv.
   const std::string tool = ToolName(argv[0]);
   tern::compare::SweepOptions o;
-  std::string coll = "allreduce", min_bytes = "8", max_bytes = "256M";
+  tern::compare::SweepArgs args;
   CLI::App app{"MPI collectives (float32, sum where they reduce), nccl-tests style table"};
-  app.add_option("--coll", coll, tern::compare::CollNames())->capture_default_str();
-  app.add_option("-b,--minbytes", min_bytes, "smallest message, bytes (K/M/G suffixes)")->capture_default_str();
-  app.add_option("-e,--maxbytes", max_bytes, "largest message, bytes (K/M/G suffixes)")->capture_default_str();
-  app.add_option("-f,--stepfactor", o.step_factor, "multiply the size by this each step")->capture_default_str();
-  app.add_option("-n,--iters", o.iters, "timed iterations per size")->capture_default_str();
-  app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size")->capture_default_str();
-  app.add_option("-c,--check", o.check, "verify the result once per size (0/1)")->capture_default_str();
-  app.add_option("-a,--average", o.average, "time reported: 0 rank 0, 1 average, 2 min, 3 max across ranks")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 3));
-  app.add_option("-r,--root", o.root, "root rank (broadcast, reduce)")->capture_default_str();
-  app.add_flag("--inplace", o.inplace, "allreduce only: use MPI_IN_PLACE instead of separate send/recv buffers");
-  app.add_option("-J,--json", o.json, "also write the rows as a JSON list (rank 0)");
+  tern::compare::AddSweepOptions(app, o, args,
+                                 "allreduce only: use MPI_IN_PLACE instead of separate send/recv buffers");
   CLI11_PARSE(app, argc, argv);
-
-  const auto info = tern::compare::FindColl(coll);
-  const auto lo = ParseBytes(min_bytes);
-  const auto hi = ParseBytes(max_bytes);
-  std::string bad;
-  if (!info) bad = "unknown --coll " + coll + " (" + tern::compare::CollNames() + ")";
-  if (!lo || !hi || *lo > *hi || o.step_factor <= 1.0) bad = "bad size range -b " + min_bytes + " -e " + max_bytes;
-  if (o.iters < 1 || o.warmup < 0) bad = "-n must be >= 1 and -w >= 0";
-  if (info && o.inplace && info->coll != Coll::kAllReduce) bad = "--inplace is for allreduce only";
-  if (!bad.empty()) {
+  if (const std::string bad = tern::compare::FinishSweepOptions(o, args, true); !bad.empty()) {
     std::fprintf(stderr, "%s: %s\n", tool.c_str(), bad.c_str());
     return 2;
   }
-  o.coll = *info;
-  o.min_bytes = *lo;
-  o.max_bytes = *hi;
 
   MPI_Init(&argc, &argv);
   int rank = 0;
@@ -166,8 +143,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   int rc = 2;
-  if (o.coll.has_root && (o.root < 0 || o.root >= n)) {
-    if (rank == 0) std::fprintf(stderr, "%s: root %d out of range\n", tool.c_str(), o.root);
+  if (const std::string bad = tern::compare::RootProblem(o, n); !bad.empty()) {
+    if (rank == 0) std::fprintf(stderr, "%s: %s\n", tool.c_str(), bad.c_str());
   } else {
     rc = Run(o, tool, rank, n);
   }

@@ -73,7 +73,8 @@ occl_setup() {
   # Rebuilt when a source is newer than the binary.
   local stale=0 f
   [[ -x $ONECCL_COLLECTIVES ]] || stale=1
-  for f in "$src" "$here/collectives.hpp" "$here/driver_common.hpp" "$here/../common/host_buffer.hpp"; do
+  for f in "$src" "$here/collectives.hpp" "$here/sweep_cli.hpp" "$here/driver_common.hpp" \
+    "$here/../common/host_buffer.hpp"; do
     [[ $f -nt $ONECCL_COLLECTIVES ]] && stale=1
   done
   if ((stale)); then

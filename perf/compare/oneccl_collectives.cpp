@@ -28,12 +28,12 @@
 #include <vector>
 
 #include "collectives.hpp"
+#include "sweep_cli.hpp"
 
 namespace {
 
 using tern::compare::CallShape;
 using tern::compare::Coll;
-using tern::compare::ParseBytes;
 
 int EnvInt(const char* name, int fallback) {
   const char* v = std::getenv(name);
@@ -175,47 +175,26 @@ int Run(tern::compare::SweepOptions& o, const std::string& kvs_path, double kvs_
 
 int main(int argc, char** argv) {
   tern::compare::SweepOptions o;
-  std::string coll = "allreduce", min_bytes = "8", max_bytes = "256M", kvs_path;
+  tern::compare::SweepArgs args;
+  std::string kvs_path;
   int rank = EnvInt("TERN_RANK", 0), n = EnvInt("TERN_WORLD_SIZE", 1);
   double kvs_timeout = 120;
   CLI::App app{"oneCCL collectives (float32, sum where they reduce), nccl-tests style table"};
-  app.add_option("--coll", coll, tern::compare::CollNames())->capture_default_str();
-  app.add_option("-b,--minbytes", min_bytes, "smallest message, bytes (K/M/G suffixes)")->capture_default_str();
-  app.add_option("-e,--maxbytes", max_bytes, "largest message, bytes (K/M/G suffixes)")->capture_default_str();
-  app.add_option("-f,--stepfactor", o.step_factor, "multiply the size by this each step")->capture_default_str();
-  app.add_option("-n,--iters", o.iters, "timed iterations per size")->capture_default_str();
-  app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size")->capture_default_str();
-  app.add_option("-c,--check", o.check, "verify the result once per size (0/1)")->capture_default_str();
-  app.add_option("-a,--average", o.average, "time reported: 0 rank 0, 1 average, 2 min, 3 max across ranks")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 3));
-  app.add_option("-r,--root", o.root, "root rank (broadcast, reduce)")->capture_default_str();
-  app.add_flag("--inplace", o.inplace, "allreduce only: reduce the receive buffer into itself");
-  app.add_option("-J,--json", o.json, "also write the rows as a JSON list (rank 0)");
+  tern::compare::AddSweepOptions(app, o, args, "allreduce only: reduce the receive buffer into itself");
   app.add_option("--rank", rank, "this rank [TERN_RANK]")->capture_default_str();
   app.add_option("--nranks", n, "number of ranks [TERN_WORLD_SIZE]")->capture_default_str();
   app.add_option("--kvs", kvs_path, "file through which rank 0 hands out the KVS address (needed when nranks > 1)");
   app.add_option("--kvs-timeout", kvs_timeout, "seconds the other ranks wait for that file")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  const auto info = tern::compare::FindColl(coll);
-  const auto lo = ParseBytes(min_bytes);
-  const auto hi = ParseBytes(max_bytes);
-  std::string bad;
-  if (!info) bad = "unknown --coll " + coll + " (" + tern::compare::CollNames() + ")";
-  if (!lo || !hi || *lo > *hi || o.step_factor <= 1.0) bad = "bad size range -b " + min_bytes + " -e " + max_bytes;
-  if (o.iters < 1 || o.warmup < 0) bad = "-n must be >= 1 and -w >= 0";
+  std::string bad = tern::compare::FinishSweepOptions(o, args, true);
+  if (bad.empty()) bad = tern::compare::RootProblem(o, n);
   if (n < 1 || rank < 0 || rank >= n) bad = "bad rank " + std::to_string(rank) + " of " + std::to_string(n);
   if (n > 1 && kvs_path.empty()) bad = "--kvs FILE is needed with more than one rank";
-  if (info && o.inplace && info->coll != Coll::kAllReduce) bad = "--inplace is for allreduce only";
-  if (info && info->has_root && (o.root < 0 || o.root >= n)) bad = "root out of range";
   if (!bad.empty()) {
     std::fprintf(stderr, "oneccl_collectives: %s\n", bad.c_str());
     return 2;
   }
-  o.coll = *info;
-  o.min_bytes = *lo;
-  o.max_bytes = *hi;
   try {
     return Run(o, kvs_path, kvs_timeout, rank, n);
   } catch (const std::exception& e) {

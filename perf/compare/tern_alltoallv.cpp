@@ -15,6 +15,7 @@
 #include <string>
 
 #include "collectives.hpp"
+#include "sweep_cli.hpp"
 
 namespace {
 
@@ -29,30 +30,17 @@ void Check(ternResult_t r, const char* what) {
 int main(int argc, char** argv) {
   tern::compare::SweepOptions o;
   o.coll = *tern::compare::FindColl("alltoallv");
-  std::string min_bytes = "8", max_bytes = "256M";
+  tern::compare::SweepArgs args;
   CLI::App app{"ternAlltoAllv (float32, MoE-shaped uneven splits), nccl-tests style table"};
-  app.add_option("-b,--minbytes", min_bytes, "smallest message, bytes (K/M/G suffixes)")->capture_default_str();
-  app.add_option("-e,--maxbytes", max_bytes, "largest message, bytes (K/M/G suffixes)")->capture_default_str();
-  app.add_option("-f,--stepfactor", o.step_factor, "multiply the size by this each step")->capture_default_str();
-  app.add_option("-n,--iters", o.iters, "timed iterations per size")->capture_default_str();
-  app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size")->capture_default_str();
-  app.add_option("-c,--check", o.check, "verify the result once per size (0/1)")->capture_default_str();
-  app.add_option("-a,--average", o.average, "time reported: 0 rank 0, 1 average, 2 min, 3 max across ranks")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 3));
-  app.add_option("-J,--json", o.json, "also write the rows as a JSON list (rank 0)");
+  tern::compare::AddSweepOptions(app, o, args, nullptr);
   bool registered = false;
   app.add_flag("-R,--registered", registered,
                "allocate buffers with ternMemAlloc (peers on this host read them in place), as the perf binaries' -R");
   CLI11_PARSE(app, argc, argv);
-  const auto lo = tern::compare::ParseBytes(min_bytes);
-  const auto hi = tern::compare::ParseBytes(max_bytes);
-  if (!lo || !hi || *lo > *hi || o.step_factor <= 1.0 || o.iters < 1 || o.warmup < 0) {
-    std::fprintf(stderr, "tern_alltoallv: bad size range or iteration counts\n");
+  if (const std::string bad = tern::compare::FinishSweepOptions(o, args, false); !bad.empty()) {
+    std::fprintf(stderr, "tern_alltoallv: %s\n", bad.c_str());
     return 2;
   }
-  o.min_bytes = *lo;
-  o.max_bytes = *hi;
 
   ternComm_t comm = nullptr;
   Check(ternCommInitFromEnv(&comm, nullptr), "ternCommInitFromEnv (run it under tern-run)");
