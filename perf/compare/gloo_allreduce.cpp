@@ -24,14 +24,8 @@
 #include <gloo/allreduce_halving_doubling.h>
 #include <gloo/allreduce_ring.h>
 #include <gloo/allreduce_ring_chunked.h>
-#include <gloo/barrier.h>
 #include <gloo/config.h>
 #include <gloo/math.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
-#include <gloo/rendezvous/prefix_store.h>
-#include <gloo/transport/tcp/device.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -51,12 +45,13 @@
 
 #include "../common/host_buffer.hpp"
 #include "driver_common.hpp"
+#include "gloo_mesh.hpp"
+#include "sweep_cli.hpp"
 
 namespace {
 
 using tern::compare::FormatTime;
 using tern::compare::InputValue;
-using tern::compare::ParseBytes;
 using tern::compare::Record;
 using tern::compare::WriteJson;
 
@@ -77,15 +72,10 @@ struct Options {
   std::string iface;
   std::string algo = "auto";
   bool inplace = false;
-  std::string min_bytes = "1M";
-  std::string max_bytes = "256M";
-  double step_factor = 2.0;
-  int iters = 20;
-  int warmup = 5;
-  int check = 1;
-  int average = 1;
   int timeout_s = 600;
-  std::string json;
+  // Sizes, iterations, check, timing and JSON, as every driver takes them (sweep_cli.hpp); its collective is
+  // allreduce and its root and in-place fields are unused (--inplace is this driver's own).
+  tern::compare::SweepOptions sweep;
 };
 
 using ReduceFn = void (*)(void*, const void*, const void*, size_t);
@@ -125,11 +115,6 @@ std::function<void()> MakeAllreduce(const std::string& algo, const std::shared_p
   }
   gloo::Algorithm* alg = keep_alive->get();
   return [alg]() { alg->run(); };
-}
-
-void Barrier(const std::shared_ptr<gloo::Context>& ctx) {
-  gloo::BarrierOptions opts(ctx);
-  gloo::barrier(opts);
 }
 
 // Per-rank statistics combined across ranks: {sum, min, max, rank 0's} of the time and the total number of wrong
@@ -172,39 +157,10 @@ double PickTime(const Stats& st, int average, int nranks) {
 }
 
 int Run(const Options& o) {
-  const auto min_bytes = ParseBytes(o.min_bytes);
-  const auto max_bytes = ParseBytes(o.max_bytes);
-  if (!min_bytes || !max_bytes || *min_bytes > *max_bytes || o.step_factor <= 1.0) {
-    std::fprintf(stderr, "gloo_allreduce: bad size range -b %s -e %s -f %g\n", o.min_bytes.c_str(), o.max_bytes.c_str(),
-                 o.step_factor);
-    return 2;
-  }
-  // The legacy algorithms keep byte counts in an int (AllreduceRing::bytes_), so 2 GiB and up would silently wrap.
-  if (*max_bytes >= (size_t{1} << 31)) {
-    std::fprintf(stderr, "gloo_allreduce: sizes must stay below 2 GiB (Gloo stores byte counts as int)\n");
-    return 2;
-  }
+  const tern::compare::SweepOptions& w = o.sweep;
 
-  gloo::transport::tcp::attr attr;
-  if (!o.iface.empty()) {
-    attr.iface = o.iface;
-  } else {
-    attr.hostname = o.host;
-  }
-  attr.ai_family = AF_INET;
-  auto dev = gloo::transport::tcp::CreateDevice(attr);
-
-  std::error_code ec;
-  std::filesystem::create_directories(o.store, ec);  // FileStore needs the directory to exist.
-  gloo::rendezvous::FileStore file_store(o.store);
-  gloo::rendezvous::PrefixStore store(o.prefix, file_store);
-  auto ctx = std::make_shared<gloo::rendezvous::Context>(o.rank, o.size);
-  ctx->setTimeout(std::chrono::seconds(o.timeout_s));
-  ctx->connectFullMesh(store, dev);
-  Barrier(ctx);
-  // Everyone has read everyone's address: drop our keys so the same --store directory can be reused by the next run
-  // (a stale key would otherwise hand the next run a dead address).
-  for (const auto& path : file_store.getAllKeyFilePaths()) std::filesystem::remove(path, ec);
+  const tern::compare::GlooMeshOptions mesh{o.store, o.prefix, o.host, o.iface, o.timeout_s};
+  const auto ctx = tern::compare::ConnectGlooMesh(mesh, o.rank, o.size);
 
   const int n = o.size;
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
@@ -218,7 +174,7 @@ int Run(const Options& o) {
         "check=%d, average=%d, %s\n",
         GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH,
         o.algo == "auto" ? "auto (gloo::allreduce, faster of opts_ring and opts_bcube per size)" : o.algo.c_str(),
-        o.iface.empty() ? o.host.c_str() : ("iface " + o.iface).c_str(), n, o.iters, o.warmup, o.check, o.average,
+        o.iface.empty() ? o.host.c_str() : ("iface " + o.iface).c_str(), n, w.iters, w.warmup, w.check, w.average,
         inplace ? (IsLegacy(o.algo) ? "in-place (legacy algorithms have no out-of-place form)" : "in-place")
                 : "out-of-place");
     std::printf("#\n");
@@ -228,7 +184,7 @@ int Run(const Options& o) {
   }
 
   // Buffers sized for the largest message, allocated as tern's perf binaries allocate theirs (host_buffer.hpp).
-  const size_t max_bytes_alloc = std::max<size_t>(*max_bytes / sizeof(float), 1) * sizeof(float);
+  const size_t max_bytes_alloc = std::max<size_t>(w.max_bytes / sizeof(float), 1) * sizeof(float);
   tern::perf::HostBuffer out_buf = tern::perf::allocateHostBuffer(max_bytes_alloc);
   tern::perf::HostBuffer in_buf;
   if (!inplace) in_buf = tern::perf::allocateHostBuffer(max_bytes_alloc);
@@ -238,7 +194,7 @@ int Run(const Options& o) {
   std::vector<Record> records;
   double busbw_sum = 0;
   size_t size_index = 0;
-  for (size_t bytes = *min_bytes; bytes <= *max_bytes;) {
+  for (size_t bytes = w.min_bytes; bytes <= w.max_bytes;) {
     const size_t count = bytes / sizeof(float);
     if (count > 0) {
       // In place, every call multiplies the data by n; start each algorithm from the input pattern so values stay
@@ -253,14 +209,14 @@ int Run(const Options& o) {
       // Per candidate: its check result and its time. With two candidates, which goes first alternates by size so
       // neither always meets the machine in the state the other left it.
       std::vector<double> seconds(candidates.size(), 0.0);
-      long wrong_all = o.check ? 0 : -1;
+      long wrong_all = w.check ? 0 : -1;
       for (size_t k = 0; k < candidates.size(); ++k) {
         const size_t c = (size_index % 2 == 0) ? k : candidates.size() - 1 - k;
         std::shared_ptr<gloo::Algorithm> keep_alive;
         auto allreduce = MakeAllreduce(candidates[c], ctx, in, out, count, &keep_alive);
 
         long wrong = 0;
-        if (o.check) {
+        if (w.check) {
           if (inplace) {
             fill();
           } else {
@@ -273,14 +229,14 @@ int Run(const Options& o) {
           }
         }
         if (inplace) fill();
-        for (int i = 0; i < o.warmup; ++i) allreduce();
-        Barrier(ctx);
+        for (int i = 0; i < w.warmup; ++i) allreduce();
+        tern::compare::GlooBarrier(ctx);
         const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < o.iters; ++i) allreduce();
+        for (int i = 0; i < w.iters; ++i) allreduce();
         const auto t1 = std::chrono::steady_clock::now();
-        const Stats st = ReduceStats(ctx, std::chrono::duration<double>(t1 - t0).count() / o.iters, wrong);
-        seconds[c] = PickTime(st, o.average, n);
-        if (o.check) wrong_all += static_cast<long>(st.wrong);
+        const Stats st = ReduceStats(ctx, std::chrono::duration<double>(t1 - t0).count() / w.iters, wrong);
+        seconds[c] = PickTime(st, w.average, n);
+        if (w.check) wrong_all += static_cast<long>(st.wrong);
       }
       // Every rank saw the same combined times, so every rank picks the same candidate.
       const size_t best = static_cast<size_t>(std::min_element(seconds.begin(), seconds.end()) - seconds.begin());
@@ -305,7 +261,7 @@ int Run(const Options& o) {
       }
       ++size_index;
     }
-    const size_t next = static_cast<size_t>(static_cast<double>(bytes) * o.step_factor);
+    const size_t next = static_cast<size_t>(static_cast<double>(bytes) * w.step_factor);
     bytes = next > bytes ? next : bytes + 1;
   }
 
@@ -315,9 +271,9 @@ int Run(const Options& o) {
     std::printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
     std::printf("# Avg bus bandwidth    : %g\n", records.empty() ? 0.0 : busbw_sum / records.size());
     std::printf("#\n");
-    if (!o.json.empty()) WriteJson("gloo_allreduce", o.json, records);
+    if (!w.json.empty()) WriteJson("gloo_allreduce", w.json, records);
   }
-  Barrier(ctx);
+  tern::compare::GlooBarrier(ctx);
   return total_wrong ? 1 : 0;
 }
 
@@ -339,18 +295,20 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "opts_ring", "opts_bcube", "ring", "ring_chunked", "halving_doubling", "bcube"}));
   app.add_flag("--inplace", o.inplace, "reduce into the input buffer (default: out of place, setInput + setOutput)");
-  app.add_option("-b,--minbytes", o.min_bytes, "smallest message, bytes (K/M/G suffixes)")->capture_default_str();
-  app.add_option("-e,--maxbytes", o.max_bytes, "largest message, bytes (K/M/G suffixes)")->capture_default_str();
-  app.add_option("-f,--stepfactor", o.step_factor, "multiply the size by this each step")->capture_default_str();
-  app.add_option("-n,--iters", o.iters, "timed iterations per size")->capture_default_str();
-  app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size")->capture_default_str();
-  app.add_option("-c,--check", o.check, "verify the result once per size (0/1)")->capture_default_str();
-  app.add_option("-a,--average", o.average, "time reported: 0 rank 0, 1 average, 2 min, 3 max across ranks")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 3));
+  tern::compare::SweepArgs sweep_args;
+  sweep_args.min_bytes = "1M";
+  tern::compare::AddSweepOptions(app, o.sweep, sweep_args, nullptr);
   app.add_option("--timeout", o.timeout_s, "Gloo operation timeout, seconds")->capture_default_str();
-  app.add_option("-J,--json", o.json, "also write the rows as a JSON list (rank 0)");
   CLI11_PARSE(app, argc, argv);
+  o.sweep.coll = *tern::compare::FindColl("allreduce");
+  std::string bad = tern::compare::FinishSweepOptions(o.sweep, sweep_args, false);
+  // The legacy algorithms keep byte counts in an int (AllreduceRing::bytes_), so 2 GiB and up would silently wrap.
+  if (bad.empty() && o.sweep.max_bytes >= (size_t{1} << 31))
+    bad = "sizes must stay below 2 GiB (Gloo stores them as int)";
+  if (!bad.empty()) {
+    std::fprintf(stderr, "gloo_allreduce: %s\n", bad.c_str());
+    return 2;
+  }
 
   if (o.rank < 0) o.rank = EnvInt({"TERN_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}).value_or(-1);
   if (o.size < 0) o.size = EnvInt({"TERN_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}).value_or(-1);
@@ -367,10 +325,6 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "gloo_allreduce: --store DIR is required (a directory every rank can see)\n");
       return 2;
     }
-  }
-  if (o.iters < 1 || o.warmup < 0) {
-    std::fprintf(stderr, "gloo_allreduce: -n must be >= 1 and -w >= 0\n");
-    return 2;
   }
   try {
     return Run(o);

@@ -16,16 +16,10 @@
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
 #include <gloo/alltoallv.h>
-#include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/config.h>
 #include <gloo/math.h>
 #include <gloo/reduce.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
-#include <gloo/rendezvous/prefix_store.h>
-#include <gloo/transport/tcp/device.h>
-#include <sys/socket.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -34,12 +28,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "collectives.hpp"
+#include "gloo_mesh.hpp"
 #include "sweep_cli.hpp"
 
 namespace {
@@ -59,37 +54,21 @@ float* Writable(const float* p) { return const_cast<float*>(p); }
 
 std::vector<int64_t> Elements(const std::vector<size_t>& counts) { return {counts.begin(), counts.end()}; }
 
-struct Options {
-  std::string store;
-  std::string prefix = "gloo_collectives";
-  std::string host = "127.0.0.1";
-  std::string iface;
-  int timeout_s = 600;
-};
-
-int Run(tern::compare::SweepOptions& o, const Options& g, int rank, int n) {
-  gloo::transport::tcp::attr attr;
-  if (!g.iface.empty()) {
-    attr.iface = g.iface;
-  } else {
-    attr.hostname = g.host;
-  }
-  attr.ai_family = AF_INET;
-  auto dev = gloo::transport::tcp::CreateDevice(attr);
-  std::error_code ec;
-  std::filesystem::create_directories(g.store, ec);  // FileStore needs the directory to exist.
-  gloo::rendezvous::FileStore file_store(g.store);
-  gloo::rendezvous::PrefixStore store(g.prefix, file_store);
-  auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, n);
-  ctx->setTimeout(std::chrono::seconds(g.timeout_s));
-  ctx->connectFullMesh(store, dev);
-  auto barrier = [ctx]() {
-    gloo::BarrierOptions opts(ctx);
-    gloo::barrier(opts);
+// A collective whose options take one input and one output of the shape's sizes (allgather, alltoall).
+template <typename Options>
+std::function<void(const CallShape&, const float*, float*)> InputOutputCall(std::shared_ptr<gloo::Context> ctx,
+                                                                            void (*run)(Options&)) {
+  return [ctx = std::move(ctx), run](const CallShape& s, const float* send, float* recv) {
+    Options opts(ctx);
+    opts.setInput(Writable(send), s.send);
+    opts.setOutput(recv, s.recv);
+    run(opts);
   };
-  barrier();
-  // Everyone has read everyone's address: drop our keys so the same --store directory can serve the next run.
-  for (const auto& path : file_store.getAllKeyFilePaths()) std::filesystem::remove(path, ec);
+}
+
+int Run(tern::compare::SweepOptions& o, const tern::compare::GlooMeshOptions& g, int rank, int n) {
+  const auto ctx = tern::compare::ConnectGlooMesh(g, rank, n);
+  auto barrier = [ctx]() { tern::compare::GlooBarrier(ctx); };
 
   const int root = o.root;
   tern::compare::Backend b;
@@ -121,12 +100,7 @@ int Run(tern::compare::SweepOptions& o, const Options& g, int rank, int n) {
       };
       break;
     case Coll::kAllGather:
-      b.call = [ctx](const CallShape& s, const float* send, float* recv) {
-        gloo::AllgatherOptions opts(ctx);
-        opts.setInput(Writable(send), s.send);
-        opts.setOutput(recv, s.recv);
-        gloo::allgather(opts);
-      };
+      b.call = InputOutputCall<gloo::AllgatherOptions>(ctx, &gloo::allgather);
       break;
     case Coll::kBroadcast:
       // In place, as MPI_Bcast and oneCCL's broadcast (and ProcessGroupGloo's): the root sends from the buffer
@@ -149,12 +123,7 @@ int Run(tern::compare::SweepOptions& o, const Options& g, int rank, int n) {
       };
       break;
     case Coll::kAllToAll:
-      b.call = [ctx](const CallShape& s, const float* send, float* recv) {
-        gloo::AlltoallOptions opts(ctx);
-        opts.setInput(Writable(send), s.send);
-        opts.setOutput(recv, s.recv);
-        gloo::alltoall(opts);
-      };
+      b.call = InputOutputCall<gloo::AlltoallOptions>(ctx, &gloo::alltoall);
       break;
     case Coll::kAllToAllv:
       // Each peer's part starts where the previous one ends, which is how collectives.hpp lays the MoE splits out.
@@ -209,7 +178,8 @@ int main(int argc, char** argv) {
   tern::compare::SweepOptions o;
   tern::compare::SweepArgs args;
   args.coll = "allgather";
-  Options g;
+  tern::compare::GlooMeshOptions g;
+  g.prefix = "gloo_collectives";
   int rank = EnvInt("TERN_RANK", EnvInt("OMPI_COMM_WORLD_RANK", -1));
   int n = EnvInt("TERN_WORLD_SIZE", EnvInt("OMPI_COMM_WORLD_SIZE", -1));
   CLI::App app{"Gloo collectives (float32, sum where they reduce) over TCP, nccl-tests style table"};
