@@ -149,11 +149,15 @@ tern_coll_args() {
 
 # report_coll TAG : the table for one collective and rank count from TAG-{tern,mpi,oneccl,gloo}.rows, plus one
 # summary line (appended to $results/summary.txt). Sizes no tool measured (a split rounded to 0 elements) are left
-# out; the Gloo columns only where Gloo ran.
+# out, and so are the columns of tools that were not run (TOOLS).
 report_coll() {
-  local tag=$1 with_gloo=0
-  [[ -s $results/$tag-gloo.rows ]] && with_gloo=1
-  awk -v tag="$tag" -v summary="$results/summary.txt" -v with_gloo="$with_gloo" '
+  local tag=$1 shown="" tool rows=()
+  for tool in mpi oneccl gloo; do [[ " $TOOLS " == *" $tool "* ]] && shown+="${shown:+ }$tool"; done
+  # One file per tool, in this order, whether or not it ran (a results folder from before a tool was added has none).
+  for tool in tern mpi oneccl gloo; do
+    if [[ -f $results/$tag-$tool.rows ]]; then rows+=("$results/$tag-$tool.rows"); else rows+=(/dev/null); fi
+  done
+  awk -v tag="$tag" -v summary="$results/summary.txt" -v shown="$shown" '
     function human(b) {
       if (b >= 1073741824 && b % 1073741824 == 0) return (b / 1073741824) "G"
       if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) "M"
@@ -164,7 +168,13 @@ report_coll() {
     function fsp(med, lo, hi, n) { return med == "" || med <= 0 ? "-" : sprintf("%.0f%%/%d", 100 * (hi - lo) / med, n) }
     function fr(r) { return r == "" ? "-" : sprintf("%.2fx", r) }
     function bad(w) { return w ~ /^[0-9]+$/ && w > 0 }
-    BEGIN { others = with_gloo ? 4 : 3; name[2] = "MPI"; name[3] = "oneCCL"; name[4] = "Gloo" }
+    BEGIN {
+      others = split(shown, tools, " ") + 1
+      label["mpi"] = "MPI"; label["oneccl"] = "oneCCL"; label["gloo"] = "Gloo"
+      file["mpi"] = 2; file["oneccl"] = 3; file["gloo"] = 4
+      # Column o shows tool number col[o] (its file among ARGV[2..4]).
+      for (o = 2; o <= others; o++) { name[o] = label[tools[o - 1]]; col[o] = file[tools[o - 1]] }
+    }
     { for (tool = 1; tool <= 4 && FILENAME != ARGV[tool]; tool++) {} }
     $1 > 0 {
       t[tool, $1] = $3; lo[tool, $1] = $6; hi[tool, $1] = $7; runs[tool, $1] = $5; w[tool, $1] = $4; seen[$1] = 1
@@ -182,15 +192,16 @@ report_coll() {
         row = sprintf("%8s  %10s %7s", human(s), ftime(t[1, s]), fsp(t[1, s], lo[1, s], hi[1, s], runs[1, s]))
         best = ""
         for (o = 2; o <= others; o++) {
-          row = row sprintf("  %10s %7s", ftime(t[o, s]), fsp(t[o, s], lo[o, s], hi[o, s], runs[o, s]))
-          r[o] = (t[1, s] > 0 && t[o, s] != "") ? t[o, s] / t[1, s] : ""
+          f = col[o]
+          row = row sprintf("  %10s %7s", ftime(t[f, s]), fsp(t[f, s], lo[f, s], hi[f, s], runs[f, s]))
+          r[o] = (t[1, s] > 0 && t[f, s] != "") ? t[f, s] / t[1, s] : ""
           if (r[o] != "" && (best == "" || r[o] < best)) best = r[o]
         }
         for (o = 2; o <= others; o++) row = row sprintf(" %11s", fr(r[o]))
         if (best != "") { nb++; lb += log(best); if (minb == "" || best < minb) { minb = best; mins = s } ; if (best >= 1) ahead++ }
         note = ""
         if (bad(w[1, s])) note = note " tern"
-        for (o = 2; o <= others; o++) if (bad(w[o, s])) note = note " " name[o]
+        for (o = 2; o <= others; o++) if (bad(w[col[o], s])) note = note " " name[o]
         if (note != "") { note = "  WRONG results:" note; wrong++ }
         print row sprintf(" %10s", fr(best)) note
       }
@@ -200,8 +211,8 @@ report_coll() {
       if (wrong) line = line sprintf(", %d sizes with WRONG results", wrong)
       print line
       print line >> summary
-    }' "$results/$tag-tern.rows" "$results/$tag-mpi.rows" "$results/$tag-oneccl.rows" "$results/$tag-gloo.rows"
-  local tool line=""
+    }' "${rows[@]}"
+  local line=""
   for tool in tern mpi oneccl gloo; do
     [[ -s $results/$tag-$tool.rows ]] || continue
     line+="${line:+; }$tool $(cmp_placement_summary "$results/$tag-$tool.log")"
