@@ -80,12 +80,14 @@ CmaLearner::Verdict CmaLearner::priorVerdict(CmaKey key, int band) const {
   // The gathers' CMA forms only read: staging gained less there, and a wrong start on it costs several times what
   // a wrong start on CMA does once the placement changes.
   if (key.coll == Collective::kBroadcast || key.coll == Collective::kAllGather) return Verdict::kUse;
-  if (key.inPlace) {
-    // An all-to-all's CMA form in place first copies every block it sends into private scratch, a copy its staged
-    // form in place does without. An allreduce's writes its result back into the very lines it has just read from
-    // its peer, so it keeps CMA's one pass over the data at every size.
-    if (key.coll == Collective::kAlltoAll || key.coll == Collective::kAlltoAllv) return Verdict::kAvoid;
-    if (key.coll == Collective::kAllReduce) return Verdict::kUse;
+  // An all-to-all's CMA form in place first copies every block it sends into private scratch, a copy its staged
+  // form in place does without.
+  if (key.inPlace && (key.coll == Collective::kAlltoAll || key.coll == Collective::kAlltoAllv)) return Verdict::kAvoid;
+  if (key.coll == Collective::kAllReduce) {
+    // In place, its CMA form writes its result back into the very lines it has just read from its peer: one pass
+    // over the data, which won the largest calls in place back from staging there.
+    if (key.inPlace && bytes >= kSharedCacheInPlaceAllReduceCmaMinBytes) return Verdict::kUse;
+    return bytes >= kSharedCacheStagedAllReduceMinBytes ? Verdict::kAvoid : Verdict::kUse;
   }
   return bytes >= kSharedCacheStagedMinBytes ? Verdict::kAvoid : Verdict::kUse;
 }
