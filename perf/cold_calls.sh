@@ -3,7 +3,8 @@
 # perf binaries (all_reduce_perf unless PERF names another) twice per round, once short (-n 10 -w 1 by default) and
 # once long (-n 100 -w 20), alternating which goes first, REPEATS rounds, and compares the median out-of-place time
 # per size. One-time costs (huge-page collapse, first-touch faults, schedule building, the network model's first
-# calls, the shared-memory CMA learner's checks) show up as a short run slower than the long one. Target
+# calls, the shared-memory CMA learner's checks) show up as a short run slower than the long one. So does the host's
+# own return from idle, which memory_ramp (printed first, with the machine's conditions) measures without tern. Target
 # (issue 18): every size within 15%. Open MPI's driver (mpi_collectives, the collective PERF names) runs beside it
 # with the same two settings, so that a short run's cost that every library pays on this machine (caches and TLBs
 # cold for fresh buffers, a VM's idle vCPUs) is told from tern's own.
@@ -87,6 +88,11 @@ run() {  # run short|long ROUND: tern and (with MPI) Open MPI, which goes first 
 }
 
 cmp_machine_info | tee "$results/conditions.txt"
+# How the host itself returns from idle, with no library involved (perf/compare/memory_ramp.cpp): where the first
+# passes after a pause run slower, a short run's first large sizes pay that whatever the library.
+if [[ -x $build/bin/memory_ramp ]]; then
+  "$build/bin/memory_ramp" --idle-ms 1000 | tee -a "$results/conditions.txt"
+fi
 failed=0
 for ((r = 0; r < REPEATS; r++)); do
   while read -r kind; do
