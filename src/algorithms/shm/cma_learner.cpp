@@ -83,11 +83,13 @@ CmaLearner::Verdict CmaLearner::priorVerdict(CmaKey key, int band) const {
   // An all-to-all's CMA form in place first copies every block it sends into private scratch, a copy its staged
   // form in place does without.
   if (key.inPlace && (key.coll == Collective::kAlltoAll || key.coll == Collective::kAlltoAllv)) return Verdict::kAvoid;
-  if (key.coll == Collective::kAllReduce) {
-    // In place, its CMA form writes its result back into the very lines it has just read from its peer: one pass
-    // over the data, which won the largest calls in place back from staging there.
-    if (key.inPlace && bytes >= kSharedCacheInPlaceAllReduceCmaMinBytes) return Verdict::kUse;
-    return bytes >= kSharedCacheStagedAllReduceMinBytes ? Verdict::kAvoid : Verdict::kUse;
+  // An allreduce's CMA form in place writes its result back into the very lines it has just read from its peer:
+  // one pass over the data, which won the largest calls in place back from staging there.
+  if (key.coll == Collective::kAllReduce && key.inPlace && bytes >= kSharedCacheInPlaceAllReduceCmaMinBytes) {
+    return Verdict::kUse;
+  }
+  if (key.coll == Collective::kAllReduce || key.coll == Collective::kReduceScatter) {
+    return bytes >= kSharedCacheStagedReductionMinBytes ? Verdict::kAvoid : Verdict::kUse;
   }
   return bytes >= kSharedCacheStagedMinBytes ? Verdict::kAvoid : Verdict::kUse;
 }

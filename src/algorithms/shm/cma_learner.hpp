@@ -24,11 +24,11 @@
 //     no trial there;
 //   - where the ranks own their CPUs and share a last-level cache (Mesh::cacheSharing, measured at setup), staging's
 //     second copy reads lines the first left in that cache, and once the calls are large the kernel copy's page
-//     pinning costs more than that copy: reduce-scatter's and all-to-all's bands of at least
-//     kSharedCacheStagedMinBytes and allreduce's of at least kSharedCacheStagedAllReduceMinBytes (its staged form
-//     also won the 512 KiB band there, in place and out of place, in forced short runs and in the band checks of
-//     long ones) start avoided, and so does every band of reduce (its staged form measured faster at every size
-//     there) and of an all-to-all in place (its CMA form first copies what it sends into private scratch).
+//     pinning costs more than that copy: all-to-all's bands of at least kSharedCacheStagedMinBytes and allreduce's
+//     and reduce-scatter's of at least kSharedCacheStagedReductionMinBytes (their staged forms also won the 512 KiB
+//     band there, in forced short runs, and allreduce's in the band checks of long ones) start avoided, and so does
+//     every band of reduce (its staged form measured faster at every size there) and of an all-to-all in place (its
+//     CMA form first copies what it sends into private scratch).
 //     Broadcast and allgather (their CMA forms only read, and staging gained less), an allreduce in place from
 //     kSharedCacheInPlaceAllReduceCmaMinBytes (its CMA form writes its result into the very lines it has just read,
 //     one pass that won those calls back) and the mid-size bands start on CMA.
@@ -100,11 +100,11 @@ class CmaLearner {
   // that made it several times slower than staging where the vCPUs share a cache.
   static constexpr size_t kLargeAllReduceCmaMinBytes = size_t{32} << 10;
   static size_t largeCmaMinBytes(Collective coll);
-  // Where the ranks share a cache: reduce-scatter's and alltoall(v)'s bands from here start avoided.
+  // Where the ranks share a cache: alltoall(v)'s bands from here start avoided.
   static constexpr size_t kSharedCacheStagedMinBytes = size_t{1} << 20;
-  // The same for allreduce's, in place or not, which cross over a band lower; in place, its bands from
-  // kSharedCacheInPlaceAllReduceCmaMinBytes start on CMA again (the class comment).
-  static constexpr size_t kSharedCacheStagedAllReduceMinBytes = size_t{512} << 10;
+  // The same for allreduce's and reduce-scatter's, in place or not, which cross over a band lower; an allreduce's
+  // in place from kSharedCacheInPlaceAllReduceCmaMinBytes starts on CMA again (the class comment).
+  static constexpr size_t kSharedCacheStagedReductionMinBytes = size_t{512} << 10;
   static constexpr size_t kSharedCacheInPlaceAllReduceCmaMinBytes = size_t{8} << 20;
   static constexpr size_t kEarlyCheckMinBytes = size_t{128} << 10;
   static constexpr int kEarlyCheckCall = 2;
