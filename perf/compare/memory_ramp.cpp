@@ -9,7 +9,8 @@
 // first-call costs: no collective, no second process, no shared memory.
 //
 //   memory_ramp [--bytes 2097152] [--passes 300] [--group 20] [--idle-ms 2000]
-// prints "# memory ramp: 2097152 B per pass, medians of 20 passes (us)", then "after idle: ..." and "warm: ...".
+// prints "# memory ramp: 2097152 B per pass, medians of 20 passes (us)", then "after idle 2000 ms: ..." and
+// "warm: ...".
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
