@@ -462,6 +462,23 @@ TEST(ShmAlltoAllChild, DISABLED_ProcessRankRunsTheForcedForm) {
     ternCommDestroy(comm);
     return;
   }
+  if (const char* mixed = std::getenv("SHM_ALLTOALL_TEST_INLINE_PAST_LIMIT")) {
+    // Out of place, blocks past the inline limit that fit a slot: a rank that takes no one-pass form sends them
+    // inline, one that offers CMA stages them in rounds, and the two kinds meet in one call ("mixed"). Where both
+    // decline CMA ("both"), the whole call is inline.
+    constexpr size_t kCount = 20000;  // floats per block: 80 KB for the one peer, past 16 KB and within the slot
+    ASSERT_GT(kCount * sizeof(float), shm::shmAlltoAllInlineLimit(CollArgs{Collective::kAlltoAll, kCount}, 2));
+    ASSERT_LE(kCount * sizeof(float), shm::alltoallInlineCapacity(2));
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_EQ(runAndCheck(comm, rank, 2, ternFloat32, kCount, false, false), ternSuccess) << ternGetLastError(comm);
+    }
+    const bool both = std::string(mixed) == "both";
+    EXPECT_EQ(runs(ShmAlgorithm::kSmall), both ? 3u : 0u);
+    EXPECT_EQ(runs(ShmAlgorithm::kPipelined), both ? 0u : 3u);
+    EXPECT_EQ(runs(ShmAlgorithm::kCma), 0u);
+    ternCommDestroy(comm);
+    return;
+  }
   if (std::getenv("SHM_ALLTOALL_TEST_BANDS") != nullptr) {
     // Alltoallv whose ranks send amounts of different size bands, big and small in turn: every call's mean input per
     // rank is the same, so the learner's trial runs over these calls in one band, alike on both ranks (CMA, CMA,
@@ -626,6 +643,18 @@ TEST(ShmAlltoAll, AlltoallvLearnsByTheMeanSizeAlikeOnRanksWhoseOwnSizesDiffer) {
   if (codes[0] == kSkipExit && codes[1] == kSkipExit) GTEST_SKIP() << "CMA between processes refused on this host";
   EXPECT_EQ(codes[0], 0);
   EXPECT_EQ(codes[1], 0);
+}
+
+TEST(ShmAlltoAll, BlocksPastTheInlineLimitGoInlineFromRanksThatDeclineCma) {
+  if (!shm::kAlltoAllDispatched) GTEST_SKIP() << "DirectCollectives does not dispatch all-to-all yet";
+  const std::string noCma = "TERN_ALGO=alltoall:^shm_cma";
+  std::vector<int> codes = runProcessPair({"SHM_ALLTOALL_TEST_INLINE_PAST_LIMIT=mixed"},
+                                          {{noCma}, {"TERN_SHM_CMA_LEARN=0"}});
+  EXPECT_EQ(codes[0], 0) << "mixed";
+  EXPECT_EQ(codes[1], 0) << "mixed";
+  codes = runProcessPair({"SHM_ALLTOALL_TEST_INLINE_PAST_LIMIT=both", noCma});
+  EXPECT_EQ(codes[0], 0) << "both";
+  EXPECT_EQ(codes[1], 0) << "both";
 }
 
 TEST(ShmAlltoAll, OneRankWithSlowKernelCopiesGivesEveryRankItsPrior) {

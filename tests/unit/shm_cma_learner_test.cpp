@@ -201,17 +201,19 @@ TEST(CmaLearner, WhereRanksShareCpusLargerBandsThatOnlyMoveDataAreCheckedEarly) 
   }
 }
 
-// Where the ranks own their CPUs and share a cache, the prior stages the reductions' and all-to-all's large bands
-// (the reductions' from a band lower, in place too but allreduce's largest bands), reduce at every size, in-place
-// all-to-alls and allreduce's smallest CMA band; the mid-size bands, the gathers and allreduce's largest bands in place
-// start on CMA. No early check: the prior is what the setup measured. The checks still correct it.
+// Where the ranks own their CPUs and share a cache, the prior stages the reductions' large bands (in place too but
+// allreduce's largest bands), reduce and all-to-all(v) at every size, and allreduce's smallest CMA band; the
+// reductions' mid-size bands, the gathers and allreduce's largest bands in place start on CMA. No early check: the
+// prior is what the setup measured. The checks still correct it.
 TEST(CmaLearner, WhereRanksShareACacheLargeOutOfPlaceBandsStartStaged) {
   CmaLearner l(true, /*startAvoided=*/true, /*largeBandsStartOnCma=*/true, /*ranksShareCache=*/true);
-  constexpr size_t kLarge = CmaLearner::kSharedCacheStagedMinBytes;
+  constexpr size_t kLarge = size_t{1} << 20;
   for (Collective c : {Collective::kAlltoAll, Collective::kAlltoAllv}) {
-    EXPECT_EQ(l.verdict(c, kLarge), Verdict::kAvoid) << collectiveName(c);
-    EXPECT_EQ(l.verdict(c, kLarge / 2), Verdict::kUse) << collectiveName(c);
-    EXPECT_EQ(l.verdict(c, CmaLearner::kLargeCmaMinBytes / 2), Verdict::kAvoid) << collectiveName(c);
+    for (bool inPlace : {false, true}) {
+      for (size_t bytes = CmaLearner::kLargeCmaMinBytes / 2; bytes <= 64 * kLarge; bytes *= 2) {
+        EXPECT_EQ(l.verdict({c, inPlace}, bytes), Verdict::kAvoid) << collectiveName(c) << inPlace << " " << bytes;
+      }
+    }
   }
   constexpr size_t kReductionLarge = CmaLearner::kSharedCacheStagedReductionMinBytes;
   constexpr size_t kInPlaceCma = CmaLearner::kSharedCacheInPlaceAllReduceCmaMinBytes;
@@ -229,7 +231,6 @@ TEST(CmaLearner, WhereRanksShareACacheLargeOutOfPlaceBandsStartStaged) {
   EXPECT_EQ(l.verdict({Collective::kReduceScatter, true}, 16 * kLarge), Verdict::kAvoid);
   EXPECT_EQ(l.verdict(Collective::kAllGather, 16 * kLarge), Verdict::kUse);
   EXPECT_EQ(l.verdict({Collective::kAllGather, true}, 16 * kLarge), Verdict::kUse);
-  EXPECT_EQ(l.verdict({Collective::kAlltoAll, true}, kLarge / 2), Verdict::kAvoid);
   EXPECT_EQ(l.verdict(Collective::kBroadcast, 16 * kLarge), Verdict::kUse);
   EXPECT_EQ(l.verdict(Collective::kReduce, kLarge / 4), Verdict::kAvoid);
   EXPECT_EQ(l.verdict(Collective::kAllReduce, CmaLearner::kLargeAllReduceCmaMinBytes), Verdict::kAvoid);
@@ -244,6 +245,7 @@ TEST(CmaLearner, WhereRanksShareACacheLargeOutOfPlaceBandsStartStaged) {
   EXPECT_EQ(apart.verdict(Collective::kAllReduce, kLarge), Verdict::kUse);
   EXPECT_EQ(apart.verdict(Collective::kReduce, kLarge), Verdict::kUse);
   EXPECT_EQ(apart.verdict({Collective::kAlltoAll, true}, kLarge), Verdict::kUse);
+  EXPECT_EQ(apart.verdict(Collective::kAlltoAll, kLarge / 4), Verdict::kUse);
 }
 
 // Calls in place and out of place learn apart: a verdict of one says nothing of the other.

@@ -80,9 +80,10 @@ CmaLearner::Verdict CmaLearner::priorVerdict(CmaKey key, int band) const {
   // The gathers' CMA forms only read: staging gained less there, and a wrong start on it costs several times what
   // a wrong start on CMA does once the placement changes.
   if (key.coll == Collective::kBroadcast || key.coll == Collective::kAllGather) return Verdict::kUse;
-  // An all-to-all's CMA form in place first copies every block it sends into private scratch, a copy its staged
-  // form in place does without.
-  if (key.inPlace && (key.coll == Collective::kAlltoAll || key.coll == Collective::kAlltoAllv)) return Verdict::kAvoid;
+  // An all-to-all's other form moves each block through a slot in that cache: inline where its blocks fit one
+  // (two copies and one synchronisation), else in rounds. In place, its CMA form first copies every block it sends
+  // into private scratch as well.
+  if (key.coll == Collective::kAlltoAll || key.coll == Collective::kAlltoAllv) return Verdict::kAvoid;
   // An allreduce's CMA form in place writes its result back into the very lines it has just read from its peer:
   // one pass over the data, which won the largest calls in place back from staging there.
   if (key.coll == Collective::kAllReduce && key.inPlace && bytes >= kSharedCacheInPlaceAllReduceCmaMinBytes) {
@@ -91,7 +92,7 @@ CmaLearner::Verdict CmaLearner::priorVerdict(CmaKey key, int band) const {
   if (key.coll == Collective::kAllReduce || key.coll == Collective::kReduceScatter) {
     return bytes >= kSharedCacheStagedReductionMinBytes ? Verdict::kAvoid : Verdict::kUse;
   }
-  return bytes >= kSharedCacheStagedMinBytes ? Verdict::kAvoid : Verdict::kUse;
+  return Verdict::kUse;
 }
 
 void CmaLearner::vote(Band& b, double cmaSeconds, double stagedSeconds) {

@@ -24,14 +24,16 @@
 //     no trial there;
 //   - where the ranks own their CPUs and share a last-level cache (Mesh::cacheSharing, measured at setup), staging's
 //     second copy reads lines the first left in that cache, and once the calls are large the kernel copy's page
-//     pinning costs more than that copy: all-to-all's bands of at least kSharedCacheStagedMinBytes and allreduce's
-//     and reduce-scatter's of at least kSharedCacheStagedReductionMinBytes (their staged forms also won the 512 KiB
-//     band there, in forced short runs, and allreduce's in the band checks of long ones) start avoided, and so does
-//     every band of reduce (its staged form measured faster at every size there) and of an all-to-all in place (its
-//     CMA form first copies what it sends into private scratch).
+//     pinning costs more than that copy: allreduce's and reduce-scatter's bands of at least
+//     kSharedCacheStagedReductionMinBytes (their staged forms also won the 512 KiB band there, in forced short runs,
+//     and allreduce's in the band checks of long ones) start avoided, and so does every band of reduce (its staged
+//     form measured faster at every size there) and of all-to-all(v), in place or not (out of place, its blocks go
+//     inline through one slot where they fit, two copies in that cache with one synchronisation, which won the
+//     bands from 64 KiB to 256 KiB in forced short runs and tied CMA at 512 KiB; in place, its CMA form first copies
+//     what it sends into private scratch).
 //     Broadcast and allgather (their CMA forms only read, and staging gained less), an allreduce in place from
 //     kSharedCacheInPlaceAllReduceCmaMinBytes (its CMA form writes its result into the very lines it has just read,
-//     one pass that won those calls back) and the mid-size bands start on CMA.
+//     one pass that won those calls back) and the reductions' mid-size bands start on CMA.
 //     That is the placement a VM's two idle vCPUs often start in; the checks correct it when they move.
 // Bands are kept apart for calls in place and out of place (CmaKey): the two move the same bytes over a footprint
 // that differs by half, and which form wins differs with it. The caller says where that may be done
@@ -100,10 +102,8 @@ class CmaLearner {
   // that made it several times slower than staging where the vCPUs share a cache.
   static constexpr size_t kLargeAllReduceCmaMinBytes = size_t{32} << 10;
   static size_t largeCmaMinBytes(Collective coll);
-  // Where the ranks share a cache: alltoall(v)'s bands from here start avoided.
-  static constexpr size_t kSharedCacheStagedMinBytes = size_t{1} << 20;
-  // The same for allreduce's and reduce-scatter's, in place or not, which cross over a band lower; an allreduce's
-  // in place from kSharedCacheInPlaceAllReduceCmaMinBytes starts on CMA again (the class comment).
+  // Where the ranks share a cache: allreduce's and reduce-scatter's bands from here start avoided, in place or not;
+  // an allreduce's in place from kSharedCacheInPlaceAllReduceCmaMinBytes starts on CMA again (the class comment).
   static constexpr size_t kSharedCacheStagedReductionMinBytes = size_t{512} << 10;
   static constexpr size_t kSharedCacheInPlaceAllReduceCmaMinBytes = size_t{8} << 20;
   static constexpr size_t kEarlyCheckMinBytes = size_t{128} << 10;

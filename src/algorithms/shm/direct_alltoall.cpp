@@ -136,9 +136,34 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
     readsAll = readsAll && (c.mesh->peer(q).sameProcess || c.mesh->peer(q).cmaFrom);
   }
   const size_t peerBytes = alltoallPeerBytes(a, me, n);
-  const bool inlineMine =
-      (forced == ShmAlgorithm::kNone ? shmAlltoAllInlineLimit(a, n) >= peerBytes : forced == ShmAlgorithm::kSmall) &&
-      peerBytes <= alltoallInlineCapacity(n);
+  // Registered input between processes: peers can map it and read their blocks with a plain copy.
+  BufferRef inputRef{};
+  int mappable = -1;  // unknown until asked: small calls never ask
+  auto inputMappable = [&] {
+    if (mappable < 0) {
+      mappable = !sameProcess && forms.registered != nullptr &&
+                         forms.registered->zeroCopyFor(c.in, shmInputBytes(a, n), &inputRef) && inputRef.segId != 0
+                     ? 1
+                     : 0;
+    }
+    return mappable == 1;
+  };
+  // Inline up to the limit; past it (out of place) the blocks still fit the slot, and go inline where this rank takes
+  // no one-pass form (neither CMA nor a mapped or shared input): two copies through a slot in the cache beat
+  // staging the same bytes in rounds, each with its own synchronisation. Each rank decides for its own blocks; every
+  // mix of inline and other blocks runs (the tables say which is which).
+  bool inlineMine = false;
+  if (peerBytes <= alltoallInlineCapacity(n)) {
+    if (forced != ShmAlgorithm::kNone) {
+      inlineMine = forced == ShmAlgorithm::kSmall;
+    } else if (peerBytes <= shmAlltoAllInlineLimit(a, n)) {
+      inlineMine = true;
+    } else {
+      const bool offersCma =
+          forms.offersByBand ? CmaLearner::offered(forms.cmaOffers, peerBytes + sendCount(a, me) * e) : forms.allowCma;
+      inlineMine = !(sameProcess ? forms.allowMapped : offersCma || inputMappable());
+    }
+  }
   // In place, blocks that peers read from this rank's buffer go to private scratch first, except where they can only
   // be staged in rounds (stagedInPlace): round k stages bytes [k * piece, (k + 1) * piece) of every block before it
   // overwrites those bytes of the blocks it receives, which in place are the same blocks, so the buffer itself
@@ -177,10 +202,8 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
   const bool takesWrites = !(inlineMine && (c.in == c.out || a.inPlace));
   // Registered input between processes: peers map it and read their blocks with a plain copy (not when the blocks
   // come from scratch, or inline, or when ranks share an address space anyway).
-  const bool inputMapped =
-      !sameProcess && !inlineMine && src == c.in && !stagedInPlace && forms.registered != nullptr &&
-      forms.registered->zeroCopyFor(c.in, shmInputBytes(a, n), &header->input) && header->input.segId != 0;
-  if (!inputMapped) header->input = BufferRef{};
+  const bool inputMapped = !inlineMine && src == c.in && !stagedInPlace && inputMappable();
+  header->input = inputMapped ? inputRef : BufferRef{};
   header->flags = (inlineMine ? kInline : 0) | (readsAll ? kReadsAll : 0) | (sameProcess ? kSameProcess : 0) |
                   (takesWrites ? kTakesWrites : 0) | (inputMapped ? kInputMapped : 0);
   header->cmaOffers = forms.offersByBand ? forms.cmaOffers : (forms.allowCma ? ~uint64_t{0} : 0);

@@ -133,7 +133,12 @@ ShmAlgorithm DirectCollectives::expectedAlgorithm(const CollArgs& a, const ShmPl
       processes = processes || !mesh_->peer(q).sameProcess;
     }
     if (threads) return ShmAlgorithm::kMapped;
-    return reads && processes ? ShmAlgorithm::kCma : ShmAlgorithm::kPipelined;
+    if (reads && processes) return ShmAlgorithm::kCma;
+    // Out of place, blocks past the inline limit that still fit a slot go inline where no one-pass form runs
+    // (directAlltoAll; for alltoallv as this rank's own sizes say).
+    const int n = mesh_->nranks();
+    return processes && alltoallPeerBytes(a, mesh_->rank(), n) <= alltoallInlineCapacity(n) ? ShmAlgorithm::kSmall
+                                                                                            : ShmAlgorithm::kPipelined;
   }
   const int n = mesh_->nranks();
   const size_t inBytes = shmInputBytes(a, n);
