@@ -149,16 +149,16 @@ ShmAlgorithm directAlltoAll(DirectCall& c, const AlltoAllForms& forms, uint32_t&
     return mappable == 1;
   };
   // Inline up to the limit; past it (out of place) the blocks still fit the slot, and go inline where this rank takes
-  // no one-pass form (neither CMA nor a mapped or shared input): two copies through a slot in the cache beat
-  // staging the same bytes in rounds, each with its own synchronisation. Each rank decides for its own blocks; every
-  // mix of inline and other blocks runs (the tables say which is which).
+  // no one-pass form (neither CMA nor a mapped or shared input) and forms.inlinePastLimit: two copies through a slot
+  // in the cache beat staging the same bytes in rounds, each with its own synchronisation. Each rank decides for its
+  // own blocks; every mix of inline and other blocks runs (the tables say which is which).
   bool inlineMine = false;
   if (peerBytes <= alltoallInlineCapacity(n)) {
     if (forced != ShmAlgorithm::kNone) {
       inlineMine = forced == ShmAlgorithm::kSmall;
     } else if (peerBytes <= shmAlltoAllInlineLimit(a, n)) {
       inlineMine = true;
-    } else {
+    } else if (forms.inlinePastLimit) {
       const bool offersCma =
           forms.offersByBand ? CmaLearner::offered(forms.cmaOffers, peerBytes + sendCount(a, me) * e) : forms.allowCma;
       inlineMine = !(sameProcess ? forms.allowMapped : offersCma || inputMappable());

@@ -192,6 +192,9 @@ struct AlltoAllForms {
   uint64_t cmaOffers = 0;
   size_t* meanInputBytes = nullptr;
   bool allowMapped = true;
+  // Out of place, blocks past the inline limit that fit a slot go inline where this rank takes no one-pass form
+  // (where the host's ranks own their CPUs: with more ranks than CPUs, staging them in rounds measured faster).
+  bool inlinePastLimit = false;
   // Describes and maps registered (ternMemAlloc) inputs: when every rank's input is one, blocks are copied once,
   // straight out of the sender's buffer mapped here, with no kernel copy (null: never).
   DirectCollectives* registered = nullptr;

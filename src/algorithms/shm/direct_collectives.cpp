@@ -134,11 +134,12 @@ ShmAlgorithm DirectCollectives::expectedAlgorithm(const CollArgs& a, const ShmPl
     }
     if (threads) return ShmAlgorithm::kMapped;
     if (reads && processes) return ShmAlgorithm::kCma;
-    // Out of place, blocks past the inline limit that still fit a slot go inline where no one-pass form runs
-    // (directAlltoAll; for alltoallv as this rank's own sizes say).
+    // Out of place, blocks past the inline limit that still fit a slot go inline where no one-pass form runs and the
+    // ranks own their CPUs (directAlltoAll; for alltoallv as this rank's own sizes say).
     const int n = mesh_->nranks();
-    return processes && alltoallPeerBytes(a, mesh_->rank(), n) <= alltoallInlineCapacity(n) ? ShmAlgorithm::kSmall
-                                                                                            : ShmAlgorithm::kPipelined;
+    return processes && mesh_->ranksOwnCpus() && alltoallPeerBytes(a, mesh_->rank(), n) <= alltoallInlineCapacity(n)
+               ? ShmAlgorithm::kSmall
+               : ShmAlgorithm::kPipelined;
   }
   const int n = mesh_->nranks();
   const size_t inBytes = shmInputBytes(a, n);
@@ -350,6 +351,7 @@ void DirectCollectives::runCall(Operation& op, const ExecContext& ctx, const Shm
     }
     forms.allowMapped = plan.allowMapped && gZeroCopyMode.load(std::memory_order_relaxed) == ZeroCopyMode::kAuto;
     forms.registered = plan.allowMapped ? this : nullptr;
+    forms.inlinePastLimit = mesh_->ranksOwnCpus();
     noteRun(ran_ = directAlltoAll(c, forms, chunkSeq_));
     return;
   }
