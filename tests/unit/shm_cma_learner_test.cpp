@@ -244,7 +244,8 @@ TEST(CmaLearner, WhereRanksShareACacheLargeOutOfPlaceBandsStartStaged) {
   CmaLearner apart(true, true, true, false);
   EXPECT_EQ(apart.verdict(Collective::kAllReduce, kLarge), Verdict::kUse);
   EXPECT_EQ(apart.verdict(Collective::kReduce, kLarge), Verdict::kUse);
-  EXPECT_EQ(apart.verdict({Collective::kAlltoAll, true}, kLarge), Verdict::kUse);
+  EXPECT_EQ(apart.verdict({Collective::kAlltoAll, true}, kLarge), Verdict::kAvoid);  // in place: everywhere
+  EXPECT_EQ(apart.verdict({Collective::kAlltoAllv, true}, kLarge), Verdict::kAvoid);
   EXPECT_EQ(apart.verdict(Collective::kAlltoAll, kLarge / 4), Verdict::kUse);
 }
 

@@ -73,6 +73,9 @@ CmaLearner::Verdict CmaLearner::priorVerdict(CmaKey key, int band) const {
   if (!startAvoided_) return Verdict::kUnknown;
   const size_t bytes = size_t{1} << band;
   if (!largeBandsStartOnCma_) return Verdict::kAvoid;
+  // An all-to-all's CMA form in place first copies every block it sends into private scratch, and its peers then
+  // read lines this rank has just written: wherever the ranks sit, its staged form in place measured faster.
+  if (key.inPlace && (key.coll == Collective::kAlltoAll || key.coll == Collective::kAlltoAllv)) return Verdict::kAvoid;
   if (!ranksShareCache_) return bytes >= largeCmaMinBytes(key.coll) ? Verdict::kUse : Verdict::kAvoid;
   // Sharing a cache (the class comment). Allreduce's 32 KiB band starts avoided too, like every band below
   // kLargeCmaMinBytes.
@@ -81,8 +84,7 @@ CmaLearner::Verdict CmaLearner::priorVerdict(CmaKey key, int band) const {
   // a wrong start on CMA does once the placement changes.
   if (key.coll == Collective::kBroadcast || key.coll == Collective::kAllGather) return Verdict::kUse;
   // An all-to-all's other form moves each block through a slot in that cache: inline where its blocks fit one
-  // (two copies and one synchronisation), else in rounds. In place, its CMA form first copies every block it sends
-  // into private scratch as well.
+  // (two copies and one synchronisation), else in rounds.
   if (key.coll == Collective::kAlltoAll || key.coll == Collective::kAlltoAllv) return Verdict::kAvoid;
   // An allreduce's CMA form in place writes its result back into the very lines it has just read from its peer:
   // one pass over the data, which won the largest calls in place back from staging there.

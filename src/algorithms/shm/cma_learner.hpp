@@ -15,7 +15,9 @@
 // 1.5x (2x for a reduce-scatter of several MiB) and loses others. So, on that prior:
 //   - those bands start on CMA where the host's ranks own their CPUs (a wrong start costs less than the other one):
 //     a short run gets the gain without a trial in its timed calls, and a host where staging pays after all finds
-//     out at the band's first check (kConfirmCall);
+//     out at the band's first check (kConfirmCall); but an all-to-all's in place starts avoided (its CMA form first
+//     copies every block it sends into private scratch, and its peers then read lines another core has just
+//     written: its staged form measured 1.6-2.3x faster from 512 KiB to 32 MiB where the vCPUs share no cache);
 //   - where the ranks outnumber the CPUs, they share cores, and with them the cache the staged copies go through
 //     (staging mostly wins): those bands start avoided, and those of the collectives that only move data
 //     (allgather, broadcast, alltoall(v)) from kEarlyCheckMinBytes have their first check early (kEarlyCheckCall),
@@ -27,10 +29,9 @@
 //     pinning costs more than that copy: allreduce's and reduce-scatter's bands of at least
 //     kSharedCacheStagedReductionMinBytes (their staged forms also won the 512 KiB band there, in forced short runs,
 //     and allreduce's in the band checks of long ones) start avoided, and so does every band of reduce (its staged
-//     form measured faster at every size there) and of all-to-all(v), in place or not (out of place, its blocks go
-//     inline through one slot where they fit, two copies in that cache with one synchronisation, which won the
-//     bands from 64 KiB to 256 KiB in forced short runs and tied CMA at 512 KiB; in place, its CMA form first copies
-//     what it sends into private scratch).
+//     form measured faster at every size there) and of all-to-all(v) out of place too (its blocks go inline through
+//     one slot where they fit, two copies in that cache with one synchronisation, which won the bands from 64 KiB to
+//     256 KiB in forced short runs and tied CMA at 512 KiB).
 //     Broadcast and allgather (their CMA forms only read, and staging gained less), an allreduce in place from
 //     kSharedCacheInPlaceAllReduceCmaMinBytes (its CMA form writes its result into the very lines it has just read,
 //     one pass that won those calls back) and the reductions' mid-size bands start on CMA.
