@@ -10,6 +10,7 @@
 
 #include "common.hpp"
 #include "moe_route.hpp"
+#include "registered_floats.hpp"
 
 namespace tern::train {
 namespace {
@@ -30,11 +31,15 @@ struct Moe::Impl {
   bool backwardStarted = false;
   detail::SendPlan send;
   detail::RecvPlan recv;
-  std::vector<float> sendRows;                                          // send layout staging (either width)
-  std::vector<float> sourceMajor;                                       // receive layout staging (either width)
-  std::vector<float> expertIn, expertOut, expertGradOut, expertGradIn;  // expert-major
-  std::vector<float> returned;      // combine's results in send layout: d/dgate needs them
-  std::vector<float> returnedGrad;  // dispatchBackward's input gradients in send layout (kept: no allocation per step)
+  // Registered memory (registered_floats.hpp): peers read what the exchanges send straight out of it. What they
+  // receive is too, so that every buffer starts on a page and the rows copied between them (the reorderings) sit at
+  // the same offsets within a page: glibc's memcpy runs several times slower on some CPUs where the destination is
+  // a few bytes past the source modulo the page, as it would be between a page-aligned buffer and malloc's.
+  detail::RegisteredFloats sendRows;                                          // send layout staging (either width)
+  detail::RegisteredFloats sourceMajor;                                       // receive layout staging (either width)
+  detail::RegisteredFloats expertIn, expertOut, expertGradOut, expertGradIn;  // expert-major
+  detail::RegisteredFloats returned;      // combine's results in send layout: d/dgate needs them
+  detail::RegisteredFloats returnedGrad;  // dispatchBackward's input gradients in send layout
   ternMoeStats_t stats{};
 
   size_t outHidden() const { return config.outHidden; }
@@ -62,25 +67,26 @@ struct Moe::Impl {
   // Expert-major rows -> source ranks; the result lands in send layout (row pos of each kept assignment).
   // With one local expert the two layouts are the same rows in the same order, so the exchange reads and writes the
   // expert-major buffers directly instead of going through a reordering copy.
-  void toSources(const std::vector<float>& expertMajor, size_t width, std::vector<float>& out, const char* what) {
+  void toSources(const detail::RegisteredFloats& expertMajor, size_t width, detail::RegisteredFloats& out,
+                 const char* what) {
     const float* rows = expertMajor.data();
     if (localExperts > 1) {
-      sourceMajor.resize(recv.total * width);
+      sourceMajor.resizeForOverwrite(recv.total * width);
       recv.expertToSource(expertMajor.data(), sourceMajor.data(), width);
       rows = sourceMajor.data();
     }
-    out.resize(send.kept.size() * width);
+    out.resizeForOverwrite(send.kept.size() * width);
     exchange(rows, recv.perSource, out.data(), send.perRank, width, what);
   }
 
   // Send-layout rows (sendRows) -> expert ranks, delivered expert-major into out.
-  void toExperts(size_t width, std::vector<float>& out, const char* what) {
-    out.resize(recv.total * width);
+  void toExperts(size_t width, detail::RegisteredFloats& out, const char* what) {
+    out.resizeForOverwrite(recv.total * width);
     if (localExperts == 1) {
       exchange(sendRows.data(), send.perRank, out.data(), recv.perSource, width, what);
       return;
     }
-    sourceMajor.resize(recv.total * width);
+    sourceMajor.resizeForOverwrite(recv.total * width);
     exchange(sendRows.data(), send.perRank, sourceMajor.data(), recv.perSource, width, what);
     recv.sourceToExpert(sourceMajor.data(), out.data(), width);
   }
@@ -141,10 +147,10 @@ void Moe::dispatch(const float* tokens, size_t numTokens, const int* expertIds, 
                 "Moe::dispatch: ternAlltoAll of counts");
   s.recv = detail::planRecv(recvCounts, s.nranks, s.localExperts);
 
-  s.sendRows.resize(s.send.kept.size() * h);
+  s.sendRows.resizeForOverwrite(s.send.kept.size() * h);
   for (const auto& a : s.send.kept) std::memcpy(&s.sendRows[a.pos * h], tokens + a.token * h, h * sizeof(float));
   s.toExperts(h, s.expertIn, "Moe::dispatch: ternAlltoAllv of tokens");
-  s.expertOut.assign(s.recv.total * s.outHidden(), 0.0f);
+  s.expertOut.assignZeros(s.recv.total * s.outHidden());
 
   s.dispatched = true;
   s.combined = false;
@@ -194,7 +200,7 @@ void Moe::combineBackward(const float* gradOut, float* gradGates) {
   const size_t w = s.outHidden(), k = s.config.topK;
   if (s.tokens > 0 && gradOut == nullptr) fail(ternInvalidArgument, "Moe::combineBackward: gradOut is NULL");
   if (gradGates != nullptr) std::fill(gradGates, gradGates + s.tokens * k, 0.0f);
-  s.sendRows.resize(s.send.kept.size() * w);
+  s.sendRows.resizeForOverwrite(s.send.kept.size() * w);
   for (const auto& a : s.send.kept) {
     const float* g = gradOut + a.token * w;
     const float* r = &s.returned[a.pos * w];
@@ -207,7 +213,7 @@ void Moe::combineBackward(const float* gradOut, float* gradGates) {
     if (gradGates != nullptr) gradGates[a.token * k + a.k] = dot;
   }
   s.toExperts(w, s.expertGradOut, "Moe::combineBackward: ternAlltoAllv of output gradients");
-  s.expertGradIn.assign(s.recv.total * s.config.hidden, 0.0f);
+  s.expertGradIn.assignZeros(s.recv.total * s.config.hidden);
   s.backwardStarted = true;
 }
 
@@ -228,7 +234,7 @@ void Moe::dispatchBackward(float* gradTokens) {
   if (!s.backwardStarted) fail(ternInvalidUsage, "Moe::dispatchBackward before combineBackward");
   const size_t h = s.config.hidden;
   if (s.tokens > 0 && gradTokens == nullptr) fail(ternInvalidArgument, "Moe::dispatchBackward: gradTokens is NULL");
-  std::vector<float>& back = s.returnedGrad;
+  detail::RegisteredFloats& back = s.returnedGrad;
   s.toSources(s.expertGradIn, h, back, "Moe::dispatchBackward: ternAlltoAllv of input gradients");
   if (s.tokens > 0) std::fill(gradTokens, gradTokens + s.tokens * h, 0.0f);
   for (const auto& a : s.send.kept) {
