@@ -58,7 +58,8 @@ int main() {
   std::vector<int> ids(kTokens * 2);
   const std::vector<float> gates(kTokens * 2, 0.5f);  // 0.5 x + 0.5 x is x exactly
   for (int step = 0; step < 3; ++step) {
-    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<float>((rank + 1) * 1000 + step) + 0.25f * i;
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokens[i] = static_cast<float>((rank + 1) * 1000 + step) + 0.25f * static_cast<float>(i);
     for (size_t t = 0; t < kTokens; ++t) {  // two distinct experts, spread unevenly over the ranks
       ids[2 * t] = static_cast<int>((t * 7 + rank + step) % config.numExperts);
       ids[2 * t + 1] = (ids[2 * t] + 1 + static_cast<int>(t % 3)) % config.numExperts;
