@@ -34,6 +34,21 @@ std::string lastAlgorithm(ternComm_t comm) {
   return name;
 }
 
+// Each of the rank's two local experts: its rows of `in` times scale into `out` (an expert that scales its input).
+using ExpertInput = ternResult_t (*)(ternMoe_t, int, const float**);
+using ExpertOutput = ternResult_t (*)(ternMoe_t, int, float**);
+void runExperts(ternMoe_t moe, ExpertInput input, ExpertOutput output, size_t hidden, float scale) {
+  for (int e = 0; e < 2; ++e) {
+    size_t count = 0;
+    const float* in = nullptr;
+    float* out = nullptr;
+    must(ternMoeExpertTokens(moe, e, &count), "ternMoeExpertTokens");
+    must(input(moe, e, &in), "an expert's input");
+    must(output(moe, e, &out), "an expert's output");
+    for (size_t i = 0; i < count * hidden; ++i) out[i] = scale * in[i];
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -67,31 +82,15 @@ int main() {
     must(ternMoeDispatch(moe, tokens.data(), kTokens, ids.data(), gates.data()), "ternMoeDispatch");
     if (sharedMemory)
       expect(lastAlgorithm(comm) == "shm_mapped", rank, ("dispatch ran " + lastAlgorithm(comm)).c_str());
-    for (int e = 0; e < 2; ++e) {  // identity experts
-      size_t count = 0;
-      const float* in = nullptr;
-      float* o = nullptr;
-      must(ternMoeExpertTokens(moe, e, &count), "ternMoeExpertTokens");
-      must(ternMoeExpertInput(moe, e, &in), "ternMoeExpertInput");
-      must(ternMoeExpertOutput(moe, e, &o), "ternMoeExpertOutput");
-      if (count > 0) std::memcpy(o, in, count * kHidden * sizeof(float));
-    }
+    runExperts(moe, ternMoeExpertInput, ternMoeExpertOutput, kHidden, 1.0f);  // identity experts
     must(ternMoeCombine(moe, out.data()), "ternMoeCombine");
     if (sharedMemory) expect(lastAlgorithm(comm) == "shm_mapped", rank, ("combine ran " + lastAlgorithm(comm)).c_str());
     expect(std::memcmp(out.data(), tokens.data(), tokens.size() * sizeof(float)) == 0, rank,
            "combine did not give every token back");
 
     must(ternMoeCombineBackward(moe, tokens.data(), nullptr), "ternMoeCombineBackward");
-    for (int e = 0; e < 2; ++e) {
-      size_t count = 0;
-      const float* g = nullptr;
-      float* gi = nullptr;
-      must(ternMoeExpertTokens(moe, e, &count), "ternMoeExpertTokens");
-      must(ternMoeExpertGradOutput(moe, e, &g), "ternMoeExpertGradOutput");
-      must(ternMoeExpertGradInput(moe, e, &gi), "ternMoeExpertGradInput");
-      // The gradient arrives scaled by its gate (0.5); doubled, the two halves sum back to the token exactly.
-      for (size_t i = 0; i < count * kHidden; ++i) gi[i] = 2.0f * g[i];
-    }
+    // The gradient arrives scaled by its gate (0.5); doubled, the two halves sum back to the token exactly.
+    runExperts(moe, ternMoeExpertGradOutput, ternMoeExpertGradInput, kHidden, 2.0f);
     must(ternMoeDispatchBackward(moe, grad.data()), "ternMoeDispatchBackward");
     if (sharedMemory) {
       expect(lastAlgorithm(comm) == "shm_mapped", rank, ("dispatch backward ran " + lastAlgorithm(comm)).c_str());
