@@ -7,8 +7,11 @@
  *
  * Engines: the first stream-ordered call on a communicator is where its ranks agree (before it returns, so every
  * rank must make it) on what runs them: NVIDIA's NCCL for uncompressed collectives and send/receive batches on
- * device buffers when every rank can load it (TERN_DEVICE_ENGINE, TERN_NCCL_LIB), otherwise, and for compressed
- * calls (TERN_COMPRESS) and barriers, staging through pinned host memory over tern's host transports.
+ * device buffers when every rank can load it (TERN_DEVICE_ENGINE, TERN_NCCL_LIB), otherwise, and for barriers,
+ * staging through pinned host memory over tern's host transports. An allreduce that TERN_COMPRESS compresses runs
+ * its codecs on the device (encode, decode, error feedback in device memory; only payloads are exchanged) where the
+ * library was built with CUDA and every rank has device buffers, else it stages the whole tensors. The ranks agree
+ * on that at the first such call of each (count, datatype); a later call of that size must keep device buffers.
  *
  * Errors: a bad argument is returned at once; a failure while the collective runs (a lost peer, a timeout, an
  * abort) fails the communicator: ternCommGetAsyncError reports it, ternGetLastError says what happened, and the

@@ -26,25 +26,12 @@ class ScratchLayout {
   size_t next_ = 0;
 };
 
-size_t chunkOffset(size_t count, int n, int c) { return count * static_cast<size_t>(c) / static_cast<size_t>(n); }
-
 // Where fp32 results of elements [off, off+len) go: straight into an fp32 output, else a scratch accumulator that
 // a cast step then writes to the output.
 struct FloatTarget {
   Span span;
   bool needsCast;
 };
-
-// Elements per piece of the pipelined two-phase allreduce: the tensor is cut into floor(count / nominal) pieces
-// (at least one) of equal size, so no piece is a small tail. Every piece costs the exchange's full round of
-// synchronisations, and a tail of a few elements past the nominal size would pay that for next to nothing; pieces
-// up to twice the nominal size lose little pipelining. At least one element per rank, so no chunk is empty unless
-// the whole tensor is smaller than the rank count.
-size_t twoPhasePieceElems(size_t count, int n, const BuildOptions& options) {
-  const size_t nominal = std::max<size_t>(options.compressedPieceBytes / sizeof(float), static_cast<size_t>(n));
-  const size_t pieces = std::max<size_t>(count / nominal, 1);
-  return std::max<size_t>((count + pieces - 1) / pieces, 1);
-}
 
 // One piece of a two-phase exchange among `group` (ranks in chunk order; this rank at position `me`): the
 // piece's elements [base, base + count) of the tensor (global offsets: they index the error-feedback states and
@@ -127,6 +114,19 @@ std::vector<uint32_t> emitTwoPhasePiece(ScheduleBuilder& b, ScratchLayout& scrat
 }
 
 }  // namespace
+
+size_t chunkOffset(size_t count, int n, int c) { return count * static_cast<size_t>(c) / static_cast<size_t>(n); }
+
+// Elements per piece of the pipelined two-phase allreduce: the tensor is cut into floor(count / nominal) pieces
+// (at least one) of equal size, so no piece is a small tail. Every piece costs the exchange's full round of
+// synchronisations, and a tail of a few elements past the nominal size would pay that for next to nothing; pieces
+// up to twice the nominal size lose little pipelining. At least one element per rank, so no chunk is empty unless
+// the whole tensor is smaller than the rank count.
+size_t twoPhasePieceElems(size_t count, int n, const BuildOptions& options) {
+  const size_t nominal = std::max<size_t>(options.compressedPieceBytes / sizeof(float), static_cast<size_t>(n));
+  const size_t pieces = std::max<size_t>(count / nominal, 1);
+  return std::max<size_t>((count + pieces - 1) / pieces, 1);
+}
 
 Schedule buildCompressedTwoPhaseAllReduce(const CollArgs& args, int rank, int n, const BuildOptions& options) {
   const compress::Codec& codec = *options.codec;

@@ -27,6 +27,12 @@
 namespace tern {
 
 Schedule buildCompressedTwoPhaseAllReduce(const CollArgs&, int rank, int nranks, const BuildOptions&);
+
+// The two-phase allreduce's layout, shared with its device form (core/device_compressed_calls.hpp) so that both cut
+// a tensor alike (chunk boundaries set the codecs' scales): the elements per piece of a tensor of `count`, and the
+// first element of chunk c of n in a piece of `count` elements.
+size_t twoPhasePieceElems(size_t count, int n, const BuildOptions& options);
+size_t chunkOffset(size_t count, int n, int c);
 Schedule buildSparseAllGatherAllReduce(const CollArgs&, int rank, int nranks, const BuildOptions&);
 Schedule buildCompressedHierAllReduce(const CollArgs&, int rank, int nranks, const BuildOptions&);
 Schedule buildCompressedAllGather(const CollArgs&, int rank, int nranks, const BuildOptions&);

@@ -20,6 +20,7 @@
 #include "core/call_group.hpp"
 #include "core/communicator.hpp"
 #include "core/compressor.hpp"
+#include "core/device_compressed_calls.hpp"
 #include "core/device_streams.hpp"
 #include "core/float_convert.hpp"
 #include "core/nccl_device_engine.hpp"
@@ -192,6 +193,21 @@ void checkDeviceBuffers(DeviceStreams& streams, const Operation& op, Communicato
   }
 }
 
+// TERN_COMPRESS on a stream-ordered allreduce: with the codecs on the device where every rank has them and device
+// buffers, and compression pays (Communicator::deviceCompressor); true when it was enqueued so.
+bool compressOnDevice(Communicator& c, DeviceStreams& streams, const Operation& op, void* stream) {
+  if (!op.implicitCompression || op.args.coll != Collective::kAllReduce) return false;
+  compress::DeviceCodecs* codecs = streams.codecsFor(stream);
+  const bool onDevice = codecs != nullptr && streams.isDeviceMemory(op.output) && streams.isDeviceMemory(op.input);
+  Compressor* compressor = c.deviceCompressor(op.args, op.output, onDevice);
+  if (compressor == nullptr || codecs == nullptr) return false;
+  NcclDeviceEngine* nccl = c.ncclEngine(streams);  // carries the payloads where it runs the device calls
+  const char* algorithm = c.deviceCompressedCalls(streams, *codecs)
+                              .allReduce(c, c.stagedDeviceCalls(streams), nccl, op, *compressor, stream);
+  c.noteAlgorithm(std::string(algorithm) + " (" + compressor->codec->spec() + ", " + codecs->name() + ")");
+  return true;
+}
+
 // Stages op's device buffers and enqueues it on the stream (core/staged_device_calls.hpp), or hands it to NCCL.
 ternResult_t launchOnStream(Communicator& c, const std::shared_ptr<Operation>& op, void* stream) {
   const char* what = collectiveName(op->args.coll);
@@ -206,6 +222,7 @@ ternResult_t launchOnStream(Communicator& c, const std::shared_ptr<Operation>& o
     Communicator& c;
     ~Exit() { c.exitCall(); }
   } exitGuard{c};
+  if (compressOnDevice(c, *streams, *op, stream)) return ternSuccess;
   // NCCL for what it runs (uncompressed collectives and batches on device buffers), staging for the rest.
   if (NcclDeviceEngine* nccl = c.ncclEngine(*streams); nccl != nullptr && NcclDeviceEngine::runs(*op)) {
     checkDeviceBuffers(*streams, *op, c, what);

@@ -20,6 +20,7 @@
 #include "compress/codec_factory.hpp"
 #include "core/algo_choice.hpp"
 #include "core/compressor.hpp"
+#include "core/device_compressed_calls.hpp"
 #include "core/nccl_device_engine.hpp"
 #include "core/staged_device_calls.hpp"
 #include "exec/executor.hpp"
@@ -655,6 +656,7 @@ void* Communicator::scratch(size_t bytes) {
 }
 
 Compressor* Communicator::defaultCompressor(const void* key, size_t count, ternDataType_t dtype) {
+  std::lock_guard<std::mutex> lock(compressMutex_);
   auto k = std::make_tuple(key, count, static_cast<int>(dtype));
   auto it = defaultCompressors_.find(k);
   if (it != defaultCompressors_.end()) return it->second.get();
@@ -668,8 +670,11 @@ bool Communicator::compressionPays(const CollArgs& args, const std::string& code
   const auto planner = currentPlanner();
   if (knobs().compressAlways || !planner) return true;
   const auto key = std::make_pair(args.count, static_cast<int>(args.dtype));
-  auto it = compressionPays_.find(key);
-  if (it != compressionPays_.end()) return it->second;
+  {
+    std::lock_guard<std::mutex> lock(compressMutex_);
+    auto it = compressionPays_.find(key);
+    if (it != compressionPays_.end()) return it->second;
+  }
   // A bad TERN_COMPRESS is an error (ternInvalidArgument), not silently off.
   const std::unique_ptr<compress::Codec> codec = compress::makeCodec(codecSpec);
   const double bytes = static_cast<double>(args.count) * static_cast<double>(dataTypeSize(args.dtype));
@@ -684,6 +689,7 @@ bool Communicator::compressionPays(const CollArgs& args, const std::string& code
            args.count, dataTypeName(args.dtype), compressed.algorithm.c_str(), codecSpec.c_str(),
            planner::formatTime(compressed.seconds).c_str(), plain.name.c_str(),
            planner::formatTime(plainSeconds).c_str(), pays ? "compressing" : "not compressing (it does not pay)");
+  std::lock_guard<std::mutex> lock(compressMutex_);
   compressionPays_.emplace(key, pays);
   return pays;
 }
@@ -737,7 +743,10 @@ void Communicator::recordTimedCall(const CollArgs& args, const std::string& algo
     choiceCache_.clear();
     lastChoice_ = nullptr;
   }
-  compressionPays_.clear();
+  {
+    std::lock_guard<std::mutex> lock(compressMutex_);
+    compressionPays_.clear();
+  }
   TERN_LOG(kInfo, kTune, rank_,
            "network learned from %d timed calls: alpha %s, %.4f GB/s (the model had %s, %.4f GB/s), %s fitted, "
            "prediction error %.1f%%",
@@ -898,7 +907,7 @@ ExecBuffers Communicator::buffersOf(const Operation& op, const Schedule& schedul
 }
 
 void Communicator::runPointToPoint(Operation& op) {
-  noteStaticAlgorithm("p2p");
+  if (op.recordsAlgorithm) noteStaticAlgorithm("p2p");
   // Sends and receives to/from self pair up in order, by copy; everything else goes to the transport at once, so
   // a group that sends to and receives from the same peer cannot deadlock. Calls run one at a time (submit), so
   // the transfers' states are the communicator's, kept between calls with their capacity.

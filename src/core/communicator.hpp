@@ -34,11 +34,15 @@ namespace tern {
 namespace planner {
 class Planner;
 }  // namespace planner
+namespace compress {
+class DeviceCodecs;
+}  // namespace compress
 class TcpTransport;
 struct ChoiceContext;
 class DeviceStreams;
 class NcclDeviceEngine;
 class StagedDeviceCalls;
+class DeviceCompressedCalls;
 
 struct CommOptions {
   int timeoutMs = 300000;
@@ -103,6 +107,15 @@ class Communicator {
   // Decided collectively at the first stream-ordered call (every rank makes it at the same point of the call order):
   // TERN_DEVICE_ENGINE, and whether every rank can load NCCL; then the NCCL communicator is made.
   NcclDeviceEngine* ncclEngine(const DeviceStreams& streams);
+  // Compressed allreduces on device buffers with the codecs on the device (core/device_compressed_calls.hpp), made
+  // on first use.
+  DeviceCompressedCalls& deviceCompressedCalls(DeviceStreams& streams, compress::DeviceCodecs& codecs);
+  // The compressor for a stream-ordered allreduce that TERN_COMPRESS may compress (mayCompressImplicitly) when its
+  // codecs run on the device, or nullptr to leave it to the staged path. Every rank decides alike: at the first such
+  // call of each (count, dtype) the ranks agree (an all-gather, in call order) that each has device codecs and
+  // device buffers (`onDevice`) and that compression pays; later calls of that size keep the answer, and one that
+  // then brings host buffers is refused (ternInvalidUsage) rather than run differently from its peers.
+  Compressor* deviceCompressor(const CollArgs& args, void* recvbuff, bool onDevice);
   // What ran the last call (ternCommLastAlgorithm).
   void noteAlgorithm(std::string_view name);
   // The same for a name with static storage (the shared-memory algorithms' names): no lock, no copy, as the
@@ -115,12 +128,12 @@ class Communicator {
   void exitCall();
 
   // Error-feedback state for compression by default (TERN_COMPRESS): one per (buffer, count, dtype), created on
-  // first use. Only the thread running the communicator's calls touches it (one call at a time).
+  // first use. The thread running the communicator's calls uses it, and so do stream-ordered calls on device
+  // buffers from their callers' threads (their compressors are their own: keyed by device addresses).
   Compressor* defaultCompressor(const void* key, size_t count, ternDataType_t dtype);
   // Whether TERN_COMPRESS should compress this allreduce: the cost model's compressed time (codec work included)
   // beats the uncompressed algorithm it would run, or TERN_COMPRESS_WHEN=always. Decided once per (count, dtype);
   // every rank decides the same, from the same model (decisions are dropped when the model learns the network).
-  // Only the thread running the communicator's calls calls it.
   bool compressionPays(const CollArgs& args, const std::string& codecSpec);
   // Whether TERN_COMPRESS may compress a plain allreduce of args (a float sum/avg allreduce above
   // TERN_COMPRESS_MIN_BYTES on several ranks); checked when the call is made, where a bad TERN_COMPRESS throws
@@ -217,6 +230,9 @@ class Communicator {
   std::unique_ptr<StagedDeviceCalls> staged_;
   bool deviceEngineDecided_ = false;
   std::unique_ptr<NcclDeviceEngine> nccl_;
+  std::unique_ptr<DeviceCompressedCalls> deviceCompressed_;
+  std::mutex deviceCompressMutex_;                         // the device codecs' decisions, one at a time
+  std::map<std::pair<size_t, int>, bool> deviceCompress_;  // (count, dtype) -> agreed (deviceCompressor)
   ternResult_t deviceAsyncError();
   void abortDeviceEngines();
 
@@ -257,6 +273,7 @@ class Communicator {
   ternResult_t failure_ = ternSuccess;
   std::string lastError_;
 
+  std::mutex compressMutex_;  // the two maps below: the worker and stream-ordered callers both reach them
   std::map<std::tuple<const void*, size_t, int>, std::unique_ptr<Compressor>> defaultCompressors_;
   std::map<std::pair<size_t, int>, bool> compressionPays_;  // (count, dtype) -> compressionPays
   std::shared_ptr<const topo::JobTopology> job_;

@@ -1,14 +1,17 @@
 // The communicator's device path: the engines of stream-ordered calls (tern_cuda.h), made on first use.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <future>
 #include <thread>
 #include <vector>
 
+#include "base/dtype.hpp"
 #include "base/env.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "core/communicator.hpp"
+#include "core/device_compressed_calls.hpp"
 #include "core/device_streams.hpp"
 #include "core/nccl_device_engine.hpp"
 #include "core/operation_pool.hpp"
@@ -28,6 +31,37 @@ StagedDeviceCalls& Communicator::stagedDeviceCalls(DeviceStreams& streams) {
   std::lock_guard<std::mutex> lock(deviceMutex_);
   if (!staged_) staged_ = std::make_unique<StagedDeviceCalls>(streams);
   return *staged_;
+}
+
+DeviceCompressedCalls& Communicator::deviceCompressedCalls(DeviceStreams& streams, compress::DeviceCodecs& codecs) {
+  std::lock_guard<std::mutex> lock(deviceMutex_);
+  if (!deviceCompressed_) deviceCompressed_ = std::make_unique<DeviceCompressedCalls>(streams, codecs);
+  return *deviceCompressed_;
+}
+
+Compressor* Communicator::deviceCompressor(const CollArgs& args, void* recvbuff, bool onDevice) {
+  std::lock_guard<std::mutex> lock(deviceCompressMutex_);
+  const auto key = std::make_pair(args.count, static_cast<int>(args.dtype));
+  auto it = deviceCompress_.find(key);
+  if (it == deviceCompress_.end()) {
+    const uint8_t mine = onDevice && compressionPays(args, options_.compress) ? 1 : 0;
+    std::vector<uint8_t> all(static_cast<size_t>(nranks_));
+    runBlocking(newOperation(Collective::kAllGather, &mine, all.data(), 1, ternUint8, ternSum, 0));
+    const bool agreed = std::all_of(all.begin(), all.end(), [](uint8_t v) { return v != 0; });
+    TERN_LOG(kInfo, kCompress, rank_, "stream-ordered allreduce count %zu %s: %s", args.count, dataTypeName(args.dtype),
+             agreed ? "compressed with the codecs on the device"
+                    : "not on the device codecs (a rank has none, host buffers, or compression does not pay there)");
+    it = deviceCompress_.emplace(key, agreed).first;
+  }
+  if (!it->second) return nullptr;
+  if (!onDevice) {
+    throwError(ternInvalidUsage,
+               "rank %d: stream-ordered allreduce of %zu %s: the ranks agreed at the first call of this size to "
+               "compress it on the device, and this call's buffers are not device memory (keep one kind of buffer "
+               "per size, or TERN_COMPRESS off)",
+               rank_, args.count, dataTypeName(args.dtype));
+  }
+  return defaultCompressor(recvbuff, args.count, args.dtype);
 }
 
 namespace {

@@ -119,6 +119,11 @@ class CudaDriverStreams final : public DeviceStreams {
   }
   void releaseMarker(uintptr_t marker) override { d_.eventDestroy(reinterpret_cast<CUevent>(marker)); }
   bool runsNccl() const override { return true; }
+  compress::DeviceCodecs* codecsFor(void* stream) override {
+    compress::DeviceCodecs* codecs = compress::builtinDeviceCodecs();
+    if (codecs != nullptr) useContextOf(stream);  // the runtime's kernel launches act on the current context
+    return codecs;
+  }
 
  private:
   // Driver calls act on the calling thread's current context. A thread that made the stream through the runtime has

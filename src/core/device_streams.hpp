@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <string>
 
+#include "compress/device_codecs.hpp"
+
 namespace tern {
 
 class DeviceStreams {
@@ -38,6 +40,10 @@ class DeviceStreams {
   virtual void releaseMarker(uintptr_t marker) = 0;
   // Whether these are a real GPU's streams, which NVIDIA's NCCL can run on (test doubles are not).
   virtual bool runsNccl() const { return false; }
+  // The codecs that run on stream (compress/device_codecs.hpp), with the calling thread made ready to launch work on
+  // it; nullptr where there are none (a library built without CUDA): compressed calls on device buffers then stage
+  // whole tensors and encode on the CPU.
+  virtual compress::DeviceCodecs* codecsFor(void* /*stream*/) { return nullptr; }
 };
 
 // The process's CUDA driver streams, or nullptr with the reason in *why (no libcuda.so.1, no device, an old driver).

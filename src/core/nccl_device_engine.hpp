@@ -1,8 +1,9 @@
 // NVIDIA's NCCL as the engine of uncompressed stream-ordered calls on device buffers (the fastest there is on
-// NVLink and GPUDirect networks); tern keeps the choice, the compressed calls (staged_device_calls.hpp) and the host
-// path. The library is found by path and loaded with dlopen (TERN_NCCL_LIB, else one the process already has, else
-// the nvidia-nccl wheel next to a loaded PyTorch, the CUDA toolkit's, the loader's search path), never tern's own
-// libnccl.so.2, which would call back into tern.
+// NVLink and GPUDirect networks); tern keeps the choice, the compressed calls (device_compressed_calls.hpp, whose
+// payload exchanges NCCL carries; staged_device_calls.hpp without device codecs) and the host path. The library is
+// found by path and loaded with dlopen (TERN_NCCL_LIB, else one the process already has, else the nvidia-nccl wheel
+// next to a loaded PyTorch, the CUDA toolkit's, the loader's search path), never tern's own libnccl.so.2, which
+// would call back into tern.
 //
 // tern's datatype, reduction-op and result values are NCCL's, so calls pass them through unchanged.
 #pragma once

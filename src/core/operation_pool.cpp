@@ -18,6 +18,7 @@ void clearForReuse(Operation& o) {
   o.compressor = nullptr;
   o.implicitCompression = false;
   o.feedbackKey = nullptr;
+  o.recordsAlgorithm = true;
   o.gate = nullptr;
   o.onFinish = nullptr;
   o.done = false;

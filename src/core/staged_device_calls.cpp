@@ -124,6 +124,7 @@ void StagedDeviceCalls::launch(Communicator& comm, const std::shared_ptr<Operati
   op->compressor = call->compressor;
   op->implicitCompression = call->implicitCompression;
   op->feedbackKey = call->feedbackKey;
+  op->recordsAlgorithm = call->recordsAlgorithm;
 
   // What the call reads before it and writes by it. Broadcast reads the root's input only, Reduce writes the root's
   // output only; the others' buffers still get staging (a schedule may use them) but no copies.

@@ -59,6 +59,9 @@ struct Operation {
   // Which buffer the implicit compression's error feedback belongs to (null: output). Staged calls run on pinned
   // copies whose addresses vary; the feedback stays with the caller's buffer.
   const void* feedbackKey = nullptr;
+  // False for an operation that is one step of a larger call (the exchanges of a compressed allreduce on device
+  // buffers): it leaves ternCommLastAlgorithm naming that call.
+  bool recordsAlgorithm = true;
   // Stream-ordered calls: the worker runs the operation once the gate is open, and calls onFinish with its result
   // whenever it finishes (run, failed, or failed unrun after an abort), so that the stream waiting on it goes on.
   std::shared_ptr<OperationGate> gate;

@@ -19,7 +19,9 @@
 #include <mutex>
 #include <thread>
 
+#include "compress/device_codecs.hpp"
 #include "core/device_streams.hpp"
+#include "kernels/reduce.hpp"
 
 namespace tern::testing {
 
@@ -161,9 +163,14 @@ class HostStreams final : public DeviceStreams {
   }
   bool markerReached(uintptr_t marker) override { return reinterpret_cast<std::atomic<bool>*>(marker)->load(); }
   void releaseMarker(uintptr_t marker) override { delete reinterpret_cast<std::atomic<bool>*>(marker); }
+  compress::DeviceCodecs* codecsFor(void* /*stream*/) override { return withCodecs ? &codecs_ : nullptr; }
 
   HostStream defaultStream;
   std::atomic<int> pinnedAllocs{0}, copies{0}, stuckWaits{0};
+  // Whether the streams offer device codecs (the CPU codecs, run on the streams' threads over the shadow bytes),
+  // as a library built with CUDA does on a GPU.
+  bool withCodecs = false;
+  std::atomic<int> codecSteps{0};  // encodes and decodes the device codecs ran
 
  private:
   struct Alloc {
@@ -185,8 +192,57 @@ class HostStreams final : public DeviceStreams {
     return static_cast<char*>(const_cast<void*>(p));
   }
 
+  // The device codecs' double: each step is the CPU executor's own (codec.hpp, finalizeAverage, the fp16/bf16 casts of
+  // cpu_backend.cpp), run in stream order on the shadow bytes.
+  class HostCodecs final : public compress::DeviceCodecs {
+   public:
+    explicit HostCodecs(HostStreams& s) : s_(s) {}
+    const char* name() const override { return "host double"; }
+    void* allocDevice(size_t bytes) override { return s_.allocDevice(bytes); }
+    void freeDevice(void* p) override {
+      if (p != nullptr) s_.freeDevice(p);
+    }
+    void zeroAsync(void* p, size_t bytes, void* stream) override {
+      char* d = s_.shadowOf(p);
+      s_.on(stream).enqueue([d, bytes] { std::memset(d, 0, bytes); });
+    }
+    size_t workspaceBytes(const compress::Codec& /*codec*/, size_t /*n*/) override { return 0; }
+    void encodeAsync(const compress::Codec& codec, const void* in, ternDataType_t dtype, size_t n, void* payload,
+                     const compress::EncodeContext& ctx, float* residual, void* /*workspace*/, size_t /*bytes*/,
+                     void* stream) override {
+      const char* x = s_.shadowOf(in);
+      char* p = s_.shadowOf(payload);
+      auto* r = residual == nullptr ? nullptr : reinterpret_cast<float*>(s_.shadowOf(residual));
+      s_.codecSteps.fetch_add(1);
+      s_.on(stream).enqueue([&codec, x, dtype, n, p, ctx, r] { codec.encode(x, dtype, n, p, ctx, r); });
+    }
+    void decodeAsync(const compress::Codec& codec, const void* payload, size_t n, float* out, bool accumulate,
+                     void* stream) override {
+      const char* p = s_.shadowOf(payload);
+      auto* o = reinterpret_cast<float*>(s_.shadowOf(out));
+      s_.codecSteps.fetch_add(1);
+      s_.on(stream).enqueue(
+          [&codec, p, n, o, accumulate] { codec.decode(p, codec.payloadBytes(n), n, o, accumulate); });
+    }
+    void divideAsync(float* x, size_t n, int divisor, void* stream) override {
+      char* d = s_.shadowOf(x);
+      s_.on(stream).enqueue([d, n, divisor] { finalizeAverage(d, n, ternFloat32, divisor); });
+    }
+    void castAsync(void* dst, ternDataType_t dtype, const float* src, size_t n, void* stream) override {
+      auto* d = reinterpret_cast<uint16_t*>(s_.shadowOf(dst));
+      const auto* f = reinterpret_cast<const float*>(s_.shadowOf(src));
+      s_.on(stream).enqueue([d, dtype, f, n] {
+        for (size_t i = 0; i < n; ++i) d[i] = dtype == ternBfloat16 ? floatToBfloat16(f[i]) : floatToHalf(f[i]);
+      });
+    }
+
+   private:
+    HostStreams& s_;
+  };
+
   std::mutex mutex_;
   std::map<char*, Alloc> allocs_;
+  HostCodecs codecs_{*this};
 };
 
 }  // namespace tern::testing
