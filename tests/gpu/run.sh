@@ -7,7 +7,8 @@
 #      dtype, many sizes, seeds and offsets, with and without error feedback; then the GPU throughput table of every
 #      kernel (encode, encode with error feedback, decode) next to the device-to-device copy bandwidth;
 #   3. tern_gpu_device_check on 2, 3 and 4 ranks sharing the GPU: the collectives matrix (every collective, dtype and
-#      op, in and out of place) on cudaMalloc buffers through the stream-ordered calls of tern_cuda.h;
+#      op, in and out of place) on cudaMalloc buffers through the stream-ordered calls of tern_cuda.h; then, on 2
+#      ranks, TERN_COMPRESS for every codec on device buffers (the codecs on the GPU) against the host path's bits;
 #   4. tests/gpu/torch_cuda_check.py on 2 ranks: the torch.distributed backend on CUDA tensors (every collective,
 #      stream order, a DDP step), with the bundle's tern.torch when the machine's torch is the one it was built for.
 # A part that cannot run is reported as NOT RUN and makes the exit status non-zero: nothing here passes by skipping.
@@ -72,6 +73,14 @@ if [[ -n "$check_bin" ]]; then
     echo "== device collectives, $n ranks on the GPU: tern-run -n $n tern_gpu_device_check all --large lean"
     if ! TERN_TIMEOUT=${TERN_TIMEOUT:-120} "$launcher" -n "$n" --timeout 300 "$check_bin" all --large lean; then
       echo "== device collectives on $n ranks FAILED"
+      status=1
+    fi
+  done
+  for codec in sign qsgd:4 topk:0.01 bf16; do
+    echo "== TERN_COMPRESS=$codec on device buffers, GPU codecs against the host path: 2 ranks"
+    if ! TERN_COMPRESS=$codec TERN_COMPRESS_WHEN=always TERN_TIMEOUT=${TERN_TIMEOUT:-120} \
+      "$launcher" -n 2 --timeout 300 "$check_bin" compressed; then
+      echo "== TERN_COMPRESS=$codec on device buffers FAILED"
       status=1
     fi
   done
