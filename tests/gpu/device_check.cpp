@@ -12,6 +12,8 @@
 //   TERN_COMPRESS=sign TERN_COMPRESS_WHEN=always tern-run -n N tern_gpu_device_check compressed
 #include <cuda_runtime_api.h>
 
+#include <bit>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -77,7 +79,8 @@ void compressedCheck(ternComm_t comm, CudaDevice& device) {
         device.synchronize();
         device.download(got.data(), out, bytes);
         size_t differ = 0;
-        for (size_t i = 0; i < count; ++i) differ += std::memcmp(&got[i], &hostOut[i], 4) != 0 ? 1 : 0;
+        for (size_t i = 0; i < count; ++i)
+          differ += std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(hostOut[i]) ? 1 : 0;
         CHECK(differ == 0, "compressed %s %s, %zu floats, call %d: %zu results differ from the host path's", codec,
               op == ternSum ? "sum" : "avg", count, call, differ);
       }

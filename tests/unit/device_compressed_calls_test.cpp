@@ -80,14 +80,18 @@ TEST_F(DeviceCompressedCallsTest, TernCompressOnDeviceBuffersGivesTheHostPathsBi
   };
   constexpr int kCalls = 3;
   for (const char* codec : {"sign", "qsgd:4", "topk:0.01", "bf16"}) {
-    for (auto [n, wire] : {std::pair{2, Wire::kInproc}, std::pair{3, Wire::kInproc}, std::pair{2, Wire::kTcp}}) {
-      SCOPED_TRACE(std::string(codec) + ", " + std::to_string(n) + " ranks over " + wireName(wire));
+    for (const auto& [ranks, wireKind] :
+         {std::pair{2, Wire::kInproc}, std::pair{3, Wire::kInproc}, std::pair{2, Wire::kTcp}}) {
+      const int n = ranks;  // copies: lambdas capture variables, not structured bindings
+      const Wire wire = wireKind;
+      const std::string label = std::string(codec) + ", " + std::to_string(n) + " ranks over " + wireName(wire);
       ternConfig_t config = TERN_CONFIG_INITIALIZER;
       config.compress = codec;
       const int before = dev.codecSteps.load();
       runOnRanks(
           n, wire,
           [&](ternComm_t comm, int r) {
+            SCOPED_TRACE(label);  // per thread: the ranks' failures name the codec and the job
             HostStream stream;
             // Every case's buffers live to the end: TERN_COMPRESS keys its error feedback by the receive buffer's
             // address, so a case whose buffer landed where a freed one was would inherit that one's state.
@@ -134,7 +138,7 @@ TEST_F(DeviceCompressedCallsTest, TernCompressOnDeviceBuffersGivesTheHostPathsBi
             EXPECT_EQ(async, ternSuccess) << ternGetLastError(comm);
           },
           &config);
-      EXPECT_GT(dev.codecSteps.load(), before) << "the device codecs never ran";
+      EXPECT_GT(dev.codecSteps.load(), before) << label << ": the device codecs never ran";
     }
   }
 }
