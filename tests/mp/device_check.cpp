@@ -2,14 +2,18 @@
 // process per rank, on machines without a GPU: host threads pose as CUDA streams and PROT_NONE ranges as device
 // memory (tests/common/host_streams.hpp), so everything of the device path but the CUDA driver itself runs for real
 // (staging, gating, the completion flag, groups) over the job's transports. tests/gpu/device_check.cpp runs the same
-// matrix on a GPU.
+// matrix on a GPU. `compressed`: TERN_COMPRESS on device buffers, the CPU codecs posing as the device's, against the
+// host path's bits (mp/compressed_device_check.hpp).
 //
 //   tern_device_check [all] [--large full|subset|lean|none]
+//   TERN_COMPRESS=sign TERN_COMPRESS_WHEN=always tern-run -n N tern_device_check compressed
 #include <cstdio>
+#include <cstring>
 
 #include "common/host_streams.hpp"
 #include "core/device_streams.hpp"
 #include "mp/collectives_matrix.hpp"
+#include "mp/compressed_device_check.hpp"
 #include "mp/rank_check.hpp"
 
 namespace {
@@ -34,13 +38,19 @@ class EmulatedDevice final : public collectives_matrix::DeviceMemory {
 int main(int argc, char** argv) {
   using collectives_matrix::LargeCount;
   LargeCount large = LargeCount::kSubset;
-  if (!collectives_matrix::parseLargeOption(argc, argv, 2, "all", &large)) return 2;
+  const bool compressed = argc > 1 && std::strcmp(argv[1], "compressed") == 0;
+  if (!compressed && !collectives_matrix::parseLargeOption(argc, argv, 2, "all|compressed", &large)) return 2;
   tern::testing::HostStreams streams;
+  streams.withCodecs = compressed;
   tern::setDeviceStreamsForTesting(&streams);
   ternComm_t comm = rank_check::initFromEnv();
   {
     EmulatedDevice device(streams);
-    collectives_matrix::runOnDevice(comm, device, large);
+    if (compressed) {
+      compressed_device_check::run(comm, device, "host double");
+    } else {
+      collectives_matrix::runOnDevice(comm, device, large);
+    }
   }
   OK(ternBarrier(comm), comm);
   CHECK(streams.stuckWaits.load() == 0, "%d stream waits never ended", streams.stuckWaits.load());

@@ -1,0 +1,73 @@
+// TERN_COMPRESS on device buffers (core/device_compressed_calls.hpp), one process per rank: each stream-ordered
+// allreduce must equal, bit for bit, the host path's compressed allreduce of the same inputs (CPU codecs), call after
+// call (the error feedback carries over), sum and avg, one piece and two. The launcher's environment names the codec
+// (TERN_COMPRESS) and sets TERN_COMPRESS_WHEN=always. tests/gpu/device_check.cpp runs it on a GPU (the CUDA codecs),
+// tests/mp/device_check.cpp on the emulated device (the CPU codecs posing as the device's).
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <vector>
+
+#include "mp/collectives_matrix.hpp"
+#include "mp/rank_check.hpp"
+#include "tern/tern_cuda.h"
+#include "tern/tern_ext.h"
+
+namespace compressed_device_check {
+
+// Values in [-1, 1) that differ per rank, call and element.
+inline float gradient(int rank, int call, size_t i) {
+  uint64_t x = (static_cast<uint64_t>(rank) << 48) ^ (static_cast<uint64_t>(call) << 40) ^ i;
+  x = (x ^ (x >> 31)) * 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ull;
+  return static_cast<float>(static_cast<double>(x >> 40) / static_cast<double>(1ull << 23) - 1.0);
+}
+
+// Exits the process on the first difference; `codecs` is the device codecs' name that ternCommLastAlgorithm must show
+// ("cuda", "host double").
+inline void run(ternComm_t comm, collectives_matrix::DeviceMemory& device, const char* codecs) {
+  const char* codec = std::getenv("TERN_COMPRESS");
+  CHECK(codec != nullptr && *codec != 0, "compressed: set TERN_COMPRESS (and TERN_COMPRESS_WHEN=always)");
+  // Every buffer lives to the end: TERN_COMPRESS keys its error feedback by the receive buffer's address, so a
+  // buffer at a freed one's address would inherit that one's state (on one side and not the other).
+  std::deque<std::vector<float>> hostBuffers;
+  std::vector<void*> deviceBuffers;
+  for (ternRedOp_t op : {ternSum, ternAvg}) {
+    for (size_t count : {size_t{70001}, (size_t{1} << 21) + 5}) {
+      const size_t bytes = count * sizeof(float);
+      std::vector<float>& hostIn = hostBuffers.emplace_back(count);
+      std::vector<float>& hostOut = hostBuffers.emplace_back(count);
+      std::vector<float> got(count);
+      void* in = deviceBuffers.emplace_back(device.alloc(bytes));
+      void* out = deviceBuffers.emplace_back(device.alloc(bytes));
+      for (int call = 0; call < 3; ++call) {
+        for (size_t i = 0; i < count; ++i) hostIn[i] = gradient(rank_check::rank, call, i);
+        OK(ternAllReduce(hostIn.data(), hostOut.data(), count, ternFloat32, op, comm), comm);
+        device.upload(in, hostIn.data(), bytes);
+        OK(ternAllReduceOnStream(in, out, count, ternFloat32, op, comm, device.stream()), comm);
+        char algorithm[128] = {};
+        ternCommLastAlgorithm(comm, algorithm, sizeof algorithm);
+        CHECK(std::strstr(algorithm, codecs) != nullptr, "compressed: %s ran, not the device codecs (%s)", algorithm,
+              codecs);
+        device.synchronize();
+        device.download(got.data(), out, bytes);
+        size_t differ = 0;
+        for (size_t i = 0; i < count; ++i) {
+          differ += std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(hostOut[i]) ? 1 : 0;
+        }
+        CHECK(differ == 0, "compressed %s %s, %zu floats, call %d: %zu results differ from the host path's", codec,
+              op == ternSum ? "sum" : "avg", count, call, differ);
+      }
+    }
+  }
+  for (void* p : deviceBuffers) device.release(p);
+  std::printf("rank %d: TERN_COMPRESS=%s on device buffers, %s codecs == host path, bit for bit\n", rank_check::rank,
+              codec, codecs);
+}
+
+}  // namespace compressed_device_check
