@@ -1,5 +1,6 @@
 // The codecs on device memory, asynchronous on a CUDA stream: what a compressed collective on device buffers runs
-// on the GPU (encode with error feedback, decode, the average's division, the cast to a 16-bit output), so that only
+// on the GPU (encode with error feedback, decode, the hierarchical form's uncompressed sums, the average's division,
+// the cast to a 16-bit output), so that only
 // payloads leave the device. The same bits as the CPU codecs (codec.hpp) and the CPU executor's steps for the same
 // input, seed, step and offset (codec_cuda.hpp; checked on a GPU by codec_cuda_test).
 //
@@ -39,6 +40,8 @@ class DeviceCodecs {
   // out[0..n) (fp32) = or += decode(payload); on stream.
   virtual void decodeAsync(const Codec& codec, const void* payload, size_t n, float* out, bool accumulate,
                            void* stream) = 0;
+  // dst[0..n) = a + b (fp32, IEEE addition, as the CPU's sum); dst may be a or b; on stream.
+  virtual void addAsync(float* dst, const float* a, const float* b, size_t n, void* stream) = 0;
   // x[0..n) /= divisor (IEEE fp32 division, as the CPU's finalizeAverage); on stream.
   virtual void divideAsync(float* x, size_t n, int divisor, void* stream) = 0;
   // dst[0..n) (fp16 or bf16) = src rounded to nearest even; on stream.

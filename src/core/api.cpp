@@ -199,11 +199,13 @@ bool compressOnDevice(Communicator& c, DeviceStreams& streams, const Operation& 
   if (!op.implicitCompression || op.args.coll != Collective::kAllReduce) return false;
   compress::DeviceCodecs* codecs = streams.codecsFor(stream);
   const bool onDevice = codecs != nullptr && streams.isDeviceMemory(op.output) && streams.isDeviceMemory(op.input);
-  Compressor* compressor = c.deviceCompressor(op.args, op.output, onDevice);
+  bool hierarchical = false;
+  Compressor* compressor = c.deviceCompressor(op.args, op.output, onDevice, &hierarchical);
   if (compressor == nullptr || codecs == nullptr) return false;
   NcclDeviceEngine* nccl = c.ncclEngine(streams);  // carries the payloads where it runs the device calls
   const char* algorithm = c.deviceCompressedCalls(streams, *codecs)
-                              .allReduce(c, c.stagedDeviceCalls(streams), nccl, op, *compressor, stream);
+                              .allReduce(c, c.stagedDeviceCalls(streams), nccl, op, *compressor,
+                                         hierarchical ? &c.hostOf() : nullptr, stream);
   c.noteAlgorithm(std::string(algorithm) + " (" + compressor->codec->spec() + ", " + codecs->name() + ")");
   return true;
 }

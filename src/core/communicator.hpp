@@ -111,11 +111,14 @@ class Communicator {
   // on first use.
   DeviceCompressedCalls& deviceCompressedCalls(DeviceStreams& streams, compress::DeviceCodecs& codecs);
   // The compressor for a stream-ordered allreduce that TERN_COMPRESS may compress (mayCompressImplicitly) when its
-  // codecs run on the device, or nullptr to leave it to the staged path. Every rank decides alike: at the first such
-  // call of each (count, dtype) the ranks agree (an all-gather, in call order) that each has device codecs and
-  // device buffers (`onDevice`) and that compression pays; later calls of that size keep the answer, and one that
-  // then brings host buffers is refused (ternInvalidUsage) rather than run differently from its peers.
-  Compressor* deviceCompressor(const CollArgs& args, void* recvbuff, bool onDevice);
+  // codecs run on the device, or nullptr to leave it to the staged path; *hierarchical says whether the
+  // hierarchical form runs (compressHierFor). Every rank decides alike: at the first such call of each (count, dtype)
+  // the ranks agree (an all-gather, in call order) that each has device codecs and device buffers (`onDevice`) and
+  // that compression pays, and on the form; later calls of that size keep the answer, and one that then brings host
+  // buffers is refused (ternInvalidUsage) rather than run differently from its peers.
+  Compressor* deviceCompressor(const CollArgs& args, void* recvbuff, bool onDevice, bool* hierarchical);
+  // The host index of every rank (empty on one host), fixed at creation.
+  const std::vector<int>& hostOf() const { return hostOf_; }
   // What ran the last call (ternCommLastAlgorithm).
   void noteAlgorithm(std::string_view name);
   // The same for a name with static storage (the shared-memory algorithms' names): no lock, no copy, as the
@@ -231,8 +234,9 @@ class Communicator {
   bool deviceEngineDecided_ = false;
   std::unique_ptr<NcclDeviceEngine> nccl_;
   std::unique_ptr<DeviceCompressedCalls> deviceCompressed_;
-  std::mutex deviceCompressMutex_;                         // the device codecs' decisions, one at a time
-  std::map<std::pair<size_t, int>, bool> deviceCompress_;  // (count, dtype) -> agreed (deviceCompressor)
+  std::mutex deviceCompressMutex_;  // the device codecs' decisions, one at a time
+  // (count, dtype) -> what the ranks agreed (deviceCompressor): compress on the device, and in the hierarchical form
+  std::map<std::pair<size_t, int>, std::pair<bool, bool>> deviceCompress_;
   ternResult_t deviceAsyncError();
   void abortDeviceEngines();
 

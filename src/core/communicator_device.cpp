@@ -10,6 +10,7 @@
 #include "base/env.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "compress/codec_factory.hpp"
 #include "core/communicator.hpp"
 #include "core/device_compressed_calls.hpp"
 #include "core/device_streams.hpp"
@@ -39,21 +40,29 @@ DeviceCompressedCalls& Communicator::deviceCompressedCalls(DeviceStreams& stream
   return *deviceCompressed_;
 }
 
-Compressor* Communicator::deviceCompressor(const CollArgs& args, void* recvbuff, bool onDevice) {
+Compressor* Communicator::deviceCompressor(const CollArgs& args, void* recvbuff, bool onDevice, bool* hierarchical) {
   std::lock_guard<std::mutex> lock(deviceCompressMutex_);
   const auto key = std::make_pair(args.count, static_cast<int>(args.dtype));
   auto it = deviceCompress_.find(key);
   if (it == deviceCompress_.end()) {
-    const uint8_t mine = onDevice && compressionPays(args, options_.compress) ? 1 : 0;
+    // Bit 0: this rank can and would compress on the device; bit 1: it would take the hierarchical form.
+    uint8_t mine = 0;
+    if (onDevice && compressionPays(args, options_.compress)) {
+      mine = 1;
+      if (compressHierFor(args, *compress::makeCodec(options_.compress))) mine |= 2;
+    }
     std::vector<uint8_t> all(static_cast<size_t>(nranks_));
     runBlocking(newOperation(Collective::kAllGather, &mine, all.data(), 1, ternUint8, ternSum, 0));
-    const bool agreed = std::all_of(all.begin(), all.end(), [](uint8_t v) { return v != 0; });
+    const bool agreed = std::all_of(all.begin(), all.end(), [](uint8_t v) { return (v & 1) != 0; });
+    const bool hier = agreed && std::all_of(all.begin(), all.end(), [](uint8_t v) { return (v & 2) != 0; });
     TERN_LOG(kInfo, kCompress, rank_, "stream-ordered allreduce count %zu %s: %s", args.count, dataTypeName(args.dtype),
-             agreed ? "compressed with the codecs on the device"
+             agreed ? (hier ? "compressed with the codecs on the device, hierarchical form"
+                            : "compressed with the codecs on the device")
                     : "not on the device codecs (a rank has none, host buffers, or compression does not pay there)");
-    it = deviceCompress_.emplace(key, agreed).first;
+    it = deviceCompress_.emplace(key, std::make_pair(agreed, hier)).first;
   }
-  if (!it->second) return nullptr;
+  *hierarchical = it->second.second;
+  if (!it->second.first) return nullptr;
   if (!onDevice) {
     throwError(ternInvalidUsage,
                "rank %d: stream-ordered allreduce of %zu %s: the ranks agreed at the first call of this size to "

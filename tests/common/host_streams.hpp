@@ -224,6 +224,12 @@ class HostStreams final : public DeviceStreams {
       s_.on(stream).enqueue(
           [&codec, p, n, o, accumulate] { codec.decode(p, codec.payloadBytes(n), n, o, accumulate); });
     }
+    void addAsync(float* dst, const float* a, const float* b, size_t n, void* stream) override {
+      auto* d = reinterpret_cast<float*>(s_.shadowOf(dst));
+      const auto* x = reinterpret_cast<const float*>(s_.shadowOf(a));
+      const auto* y = reinterpret_cast<const float*>(s_.shadowOf(b));
+      s_.on(stream).enqueue([d, x, y, n] { tern::reduce(d, x, y, n, ternFloat32, ternSum); });
+    }
     void divideAsync(float* x, size_t n, int divisor, void* stream) override {
       char* d = s_.shadowOf(x);
       s_.on(stream).enqueue([d, n, divisor] { finalizeAverage(d, n, ternFloat32, divisor); });

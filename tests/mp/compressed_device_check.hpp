@@ -29,8 +29,10 @@ inline float gradient(int rank, int call, size_t i) {
 }
 
 // Exits the process on the first difference; `codecs` is the device codecs' name that ternCommLastAlgorithm must show
-// ("cuda", "host double").
-inline void run(ternComm_t comm, collectives_matrix::DeviceMemory& device, const char* codecs) {
+// ("cuda", "host double"), and `algorithm`, when not null, the compressed algorithm both paths must name
+// ("compressed_hier").
+inline void run(ternComm_t comm, collectives_matrix::DeviceMemory& device, const char* codecs,
+                const char* algorithm = nullptr) {
   const char* codec = std::getenv("TERN_COMPRESS");
   CHECK(codec != nullptr && *codec != 0, "compressed: set TERN_COMPRESS (and TERN_COMPRESS_WHEN=always)");
   // Every buffer lives to the end: TERN_COMPRESS keys its error feedback by the receive buffer's address, so a
@@ -48,12 +50,16 @@ inline void run(ternComm_t comm, collectives_matrix::DeviceMemory& device, const
       for (int call = 0; call < 3; ++call) {
         for (size_t i = 0; i < count; ++i) hostIn[i] = gradient(rank_check::rank, call, i);
         OK(ternAllReduce(hostIn.data(), hostOut.data(), count, ternFloat32, op, comm), comm);
+        char ran[128] = {};
+        ternCommLastAlgorithm(comm, ran, sizeof ran);
+        CHECK(algorithm == nullptr || std::strstr(ran, algorithm) != nullptr,
+              "compressed: the host path ran %s, not %s", ran, algorithm);
         device.upload(in, hostIn.data(), bytes);
         OK(ternAllReduceOnStream(in, out, count, ternFloat32, op, comm, device.stream()), comm);
-        char algorithm[128] = {};
-        ternCommLastAlgorithm(comm, algorithm, sizeof algorithm);
-        CHECK(std::strstr(algorithm, codecs) != nullptr, "compressed: %s ran, not the device codecs (%s)", algorithm,
-              codecs);
+        ternCommLastAlgorithm(comm, ran, sizeof ran);
+        CHECK(std::strstr(ran, codecs) != nullptr, "compressed: %s ran, not the device codecs (%s)", ran, codecs);
+        CHECK(algorithm == nullptr || std::strstr(ran, algorithm) != nullptr,
+              "compressed: the device path ran %s, not %s", ran, algorithm);
         device.synchronize();
         device.download(got.data(), out, bytes);
         size_t differ = 0;

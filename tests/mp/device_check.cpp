@@ -6,7 +6,7 @@
 // host path's bits (mp/compressed_device_check.hpp).
 //
 //   tern_device_check [all] [--large full|subset|lean|none]
-//   TERN_COMPRESS=sign TERN_COMPRESS_WHEN=always tern-run -n N tern_device_check compressed
+//   TERN_COMPRESS=sign TERN_COMPRESS_WHEN=always tern-run -n N tern_device_check compressed [ALGORITHM]
 #include <cstdio>
 #include <cstring>
 
@@ -39,7 +39,9 @@ int main(int argc, char** argv) {
   using collectives_matrix::LargeCount;
   LargeCount large = LargeCount::kSubset;
   const bool compressed = argc > 1 && std::strcmp(argv[1], "compressed") == 0;
-  if (!compressed && !collectives_matrix::parseLargeOption(argc, argv, 2, "all|compressed", &large)) return 2;
+  if (!compressed && !collectives_matrix::parseLargeOption(argc, argv, 2, "all|compressed [ALGORITHM]", &large)) {
+    return 2;
+  }
   tern::testing::HostStreams streams;
   streams.withCodecs = compressed;
   tern::setDeviceStreamsForTesting(&streams);
@@ -47,7 +49,7 @@ int main(int argc, char** argv) {
   {
     EmulatedDevice device(streams);
     if (compressed) {
-      compressed_device_check::run(comm, device, "host double");
+      compressed_device_check::run(comm, device, "host double", argc > 2 ? argv[2] : nullptr);
     } else {
       collectives_matrix::runOnDevice(comm, device, large);
     }

@@ -11,10 +11,8 @@ set -uo pipefail
 BIN=$(readlink -f "${1:?usage: $0 path/to/build/bin}")
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+# shellcheck source=tests/common/loopback_nodes.sh
+source "$(dirname "$0")/../common/loopback_nodes.sh"
 
 topo_file() {  # SPEED_GBPS: one CPU host with one Ethernet NIC of that speed
   cat <<JSON
@@ -29,18 +27,10 @@ JSON
 two_nodes() {
   local label=$1 expect=$2
   shift 2
-  local port secret extra=() pids=() rc=0 node
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  secret=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+  local extra=() rc=0
   for kv in "$@"; do extra+=(-x "$kv"); done
-  for node in 0 1; do
-    "$BIN/tern-run" -n 1 --rank-offset "$node" --world-size 2 --root-addr "127.0.0.1:$port" --secret "$secret" \
-      --timeout 100 -x TERN_HOSTID="loopback-node$node" -x TERN_SOCKET_IFNAME=lo -x TERN_DEBUG=INFO \
-      -x TERN_DEBUG_SUBSYS=TOPO,COMPRESS "${extra[@]}" "$BIN/tern_topo_check" compress "$expect" \
-      >"$work/$label.node$node" 2>&1 &
-    pids+=($!)
-  done
-  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+  loopback_nodes 2 1 "$work/$label" --timeout 100 -x TERN_DEBUG=INFO -x TERN_DEBUG_SUBSYS=TOPO,COMPRESS "${extra[@]}" \
+    -- "$BIN/tern_topo_check" compress "$expect" || rc=$?
   cat "$work/$label.node0" "$work/$label.node1"
   ((rc == 0)) || fail "$label: tern_topo_check compress $expect exited $rc"
   grep -hE 'topology: host' "$work/$label.node0" "$work/$label.node1" | sed "s/^/== $label: /"

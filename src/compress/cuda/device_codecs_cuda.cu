@@ -18,6 +18,13 @@ __global__ void divideKernel(float* x, size_t n, float divisor) {
   }
 }
 
+__global__ void addKernel(float* dst, const float* a, const float* b, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    dst[i] = addRn(a[i], b[i]);
+  }
+}
+
 __global__ void castKernel(uint16_t* dst, const float* src, size_t n, bool bf16) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
@@ -54,6 +61,11 @@ class CudaDeviceCodecs final : public DeviceCodecs {
   void decodeAsync(const Codec& codec, const void* payload, size_t n, float* out, bool accumulate,
                    void* stream) override {
     cuda::decode(codec, payload, n, out, accumulate, asStream(stream));
+  }
+  void addAsync(float* dst, const float* a, const float* b, size_t n, void* stream) override {
+    if (n == 0) return;
+    TERN_LAUNCH(addKernel, gridFor(n, kThreads * 4), kThreads, asStream(stream))(dst, a, b, n);
+    checkLaunch("fp32 sum");
   }
   void divideAsync(float* x, size_t n, int divisor, void* stream) override {
     if (n == 0) return;
