@@ -94,6 +94,7 @@ DeviceCompressedCalls::~DeviceCompressedCalls() {
   // Every call's stream work came before its scratch's marker, the error feedback's uses included: once the markers
   // are reached (or a bounded wait has passed) nothing on a stream reads the memory any more.
   reclaim(true);
+  if (!retired_.empty()) return;  // a stream still runs past the deadline: its memory is left allocated
   for (auto& [compressor, f] : feedback_) {
     codecs_.freeDevice(f.worker);
     codecs_.freeDevice(f.server);
@@ -128,7 +129,7 @@ void DeviceCompressedCalls::reclaim(bool wait) {
     while (wait && !streams_.markerReached(it->marker) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    if (!wait && !streams_.markerReached(it->marker)) {
+    if (!streams_.markerReached(it->marker)) {  // still in use (or, waiting, past the deadline: left allocated)
       ++it;
       continue;
     }
