@@ -86,6 +86,11 @@ std::shared_ptr<const planner::Planner> makeCommPlanner(int nranks, const std::v
     std::vector<std::string> ids = hostIds;
     ids.resize(nranks, ids.empty() ? std::string("host") : ids.back());
     job = std::make_shared<const topo::JobTopology>(planner::jobFromHostIds(ids));
+  } else if (std::any_of(job->ranks.begin(), job->ranks.end(),
+                         [](const topo::RankPlacement& p) { return p.gpu >= 0; })) {
+    auto cpuRanks = std::make_shared<topo::JobTopology>(*job);
+    for (topo::RankPlacement& p : cpuRanks->ranks) p.gpu = -1;
+    job = std::move(cpuRanks);
   }
   config.job = std::move(job);
   config.intra = shmTransport ? planner::IntraTransport::kShm : planner::IntraTransport::kLoopback;
@@ -97,6 +102,19 @@ std::shared_ptr<const planner::Planner> makeCommPlanner(int nranks, const std::v
     config.ringOrder.resize(static_cast<size_t>(nranks));
     for (int r = 0; r < nranks; ++r) config.ringOrder[static_cast<size_t>(r)] = r;
   }
+  return std::make_shared<const planner::Planner>(std::move(config));
+}
+
+std::shared_ptr<const planner::Planner> makeDevicePlanner(std::shared_ptr<const topo::JobTopology> job) {
+  if (!job ||
+      std::none_of(job->ranks.begin(), job->ranks.end(), [](const topo::RankPlacement& p) { return p.gpu >= 0; })) {
+    return nullptr;
+  }
+  planner::PlannerConfig config;
+  config.job = std::move(job);
+  config.intra = planner::IntraTransport::kTopology;
+  config.params = planner::processCostParams();
+  if (knobs().chunkBytes > 0) config.pipelineChunkBytes = static_cast<size_t>(knobs().chunkBytes);
   return std::make_shared<const planner::Planner>(std::move(config));
 }
 

@@ -73,12 +73,16 @@ double directSeconds(const CollArgs& args, const ChoiceContext& ctx, const Direc
 double predictChoiceSeconds(const CollArgs& args, const ChoiceContext& ctx, const Choice& choice,
                             const DirectOption& direct);
 
-// The planner for a communicator. job: the assembled topology (topo/assemble.hpp) when there is one; without it a
-// job is made up from the host ids (one package and one Ethernet NIC of unknown speed per host, CPU ranks).
+// The planner for a communicator's host-memory calls. job: the assembled topology (topo/assemble.hpp) when there is
+// one, every rank priced as a CPU rank (host buffers never touch a GPU); without it a job is made up from the host
+// ids (one package and one Ethernet NIC of unknown speed per host, CPU ranks).
 // shmTransport: same-host peers talk through shared memory (else TCP loopback). Parameters: processCostParams()
 // (TERN_TUNE_FILE); chunk size: TERN_CHUNK_BYTES or the builders' default. Throws for a bad TERN_TUNE_FILE.
 std::shared_ptr<const planner::Planner> makeCommPlanner(int nranks, const std::vector<std::string>& hostIds,
                                                         bool shmTransport,
                                                         std::shared_ptr<const topo::JobTopology> job = nullptr);
+// The planner for a communicator's calls on device buffers: the job as assembled, GPU ranks over their own links
+// (NVLink, PCIe, their NICs) and compute, same parameters and chunk size. nullptr when no rank drives a GPU.
+std::shared_ptr<const planner::Planner> makeDevicePlanner(std::shared_ptr<const topo::JobTopology> job);
 
 }  // namespace tern

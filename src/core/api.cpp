@@ -226,7 +226,8 @@ ternResult_t launchOnStream(Communicator& c, const std::shared_ptr<Operation>& o
   } exitGuard{c};
   if (compressOnDevice(c, *streams, *op, stream)) return ternSuccess;
   // NCCL for what it runs (uncompressed collectives and batches on device buffers), staging for the rest.
-  if (NcclDeviceEngine* nccl = c.ncclEngine(*streams); nccl != nullptr && NcclDeviceEngine::runs(*op)) {
+  if (NcclDeviceEngine* nccl = c.ncclEngine(*streams);
+      nccl != nullptr && NcclDeviceEngine::runs(*op) && c.ncclRuns(op->args)) {
     checkDeviceBuffers(*streams, *op, c, what);
     nccl->launch(*op, stream);
     c.noteAlgorithm("nccl");

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -21,6 +22,8 @@
 #include "core/algo_choice.hpp"
 #include "core/compressor.hpp"
 #include "core/device_compressed_calls.hpp"
+#include "core/device_engine_choice.hpp"
+#include "core/device_streams.hpp"
 #include "core/nccl_device_engine.hpp"
 #include "core/staged_device_calls.hpp"
 #include "exec/executor.hpp"
@@ -146,6 +149,7 @@ std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdDat
   c->algoOverride_ = AlgoOverride::parse(opts.algo);
   c->job_ = c->assembleJobTopology(deadline);
   c->planner_ = makeCommPlanner(nranks, c->hostIds_, c->intraNode_ && c->intraNode_->transport() != nullptr, c->job_);
+  c->devicePlanner_ = makeDevicePlanner(c->job_);
   c->multiHost_ = std::set<std::string>(c->hostIds_.begin(), c->hostIds_.end()).size() > 1;
   c->hostOf_ = hostIndexOf(c->hostIds_);
   // Learn the network unless a tune file already says what it gives (the user's measurement wins).
@@ -182,6 +186,7 @@ std::shared_ptr<const topo::JobTopology> Communicator::assembleJobTopology(Clock
   topo::RankRecord mine;
   mine.hostId = hostIds_[rank_];
   mine.numaOsIndex = topo::boundNumaNode();
+  mine.gpuBusId = currentGpuBusId();
   const bool hostLeader = std::find(hostIds_.begin(), hostIds_.end(), hostIds_[rank_]) - hostIds_.begin() == rank_;
   // Only the lowest rank of each host describes it, so only it detects: the others of its host neither pay for
   // detection nor slow it down by detecting beside it. A file is cheap to read, and every rank reads it so that a
@@ -204,8 +209,17 @@ std::shared_ptr<const topo::JobTopology> Communicator::assembleJobTopology(Clock
     topo::RankRecord other = first;
     other.host.reset();
     other.network.reset();
-    wire[0] = topo::encodeRankRecord(first);
-    for (int r = 1; r < nranks_; ++r) wire[r] = topo::encodeRankRecord(other);
+    // Each thread may drive its own GPU (its current device): only those travel.
+    constexpr size_t kBusIdBytes = 32;
+    std::array<char, kBusIdBytes> busId{};
+    mine.gpuBusId.copy(busId.data(), kBusIdBytes - 1);
+    std::vector<char> busIds(kBusIdBytes * static_cast<size_t>(nranks_));
+    allgatherBytes(busId.data(), busIds.data(), kBusIdBytes, deadline);
+    for (int r = 0; r < nranks_; ++r) {
+      topo::RankRecord& record = r == 0 ? first : other;
+      record.gpuBusId = std::string(&busIds[kBusIdBytes * static_cast<size_t>(r)]);
+      wire[r] = topo::encodeRankRecord(record);
+    }
   } else {
     const std::string encoded = topo::encodeRankRecord(mine);
     std::vector<uint64_t> lengths(static_cast<size_t>(nranks_));
@@ -236,9 +250,17 @@ std::shared_ptr<const topo::JobTopology> Communicator::assembleJobTopology(Clock
       !local       ? std::string("described by a lower rank")
       : hostLeader ? format("%s, %.1f ms%s", local->source.c_str(), local->seconds * 1e3, cached ? ", cached" : "")
                    : local->source + ", described by a lower rank";
-  TERN_LOG(kInfo, kTopo, rank_, "topology: host %s (%s), NUMA node %d; job: %zu hosts, network %s%s",
-           hostIds_[rank_].c_str(), source.c_str(), mine.numaOsIndex, job->hosts.size(),
+  const int gpuNode = job->ranks[rank_].gpu;
+  const std::string gpu = gpuNode >= 0 ? format(", GPU %s", mine.gpuBusId.c_str()) : "";
+  TERN_LOG(kInfo, kTopo, rank_, "topology: host %s (%s), NUMA node %d%s; job: %zu hosts, network %s%s",
+           hostIds_[rank_].c_str(), source.c_str(), mine.numaOsIndex, gpu.c_str(), job->hosts.size(),
            topo::netKindName(job->network.kind), speed.c_str());
+  if (!mine.gpuBusId.empty() && gpuNode < 0) {
+    TERN_LOG(kWarn, kTopo, rank_,
+             "this rank drives GPU %s, which the topology of host %s (%s) does not list: calls on its device buffers "
+             "are priced as a CPU rank's (detection without NVML or sysfs PCI, or a TERN_TOPO_FILE of another host)",
+             mine.gpuBusId.c_str(), hostIds_[rank_].c_str(), local ? local->source.c_str() : "a lower rank's");
+  }
   // Rank 0 of the first communicator writes what the job saw; later ones (splits) would overwrite it with a part.
   static std::atomic<bool> dumped{false};
   if (rank_ == 0 && !knobs().topoDumpFile.empty() && !dumped.exchange(true)) {
@@ -594,10 +616,10 @@ std::string Communicator::compressedAlgorithmFor(const CollArgs& args, const std
   return name;
 }
 
-bool Communicator::compressHierFor(const CollArgs& args, const compress::Codec& codec) {
+bool Communicator::compressHierFor(const CollArgs& args, const compress::Codec& codec, bool onDevice) {
   if (!compressedHierApplies(args, codec, hostOf_, nranks_)) return false;
   if (knobs().compressHier >= 0) return knobs().compressHier == 1;  // TERN_COMPRESS_HIER forces a form
-  const auto planner = currentPlanner();
+  const auto planner = onDevice && devicePlanner_ ? devicePlanner_ : currentPlanner();
   if (!planner) return false;
   // The cost model prices both forms: hier sends fewer bytes between nodes and pays an uncompressed reduce-scatter
   // and allgather inside them, a good trade when the links inside a node are much faster than the network.
@@ -666,11 +688,12 @@ Compressor* Communicator::defaultCompressor(const void* key, size_t count, ternD
   return raw;
 }
 
-bool Communicator::compressionPays(const CollArgs& args, const std::string& codecSpec) {
-  const auto planner = currentPlanner();
+bool Communicator::compressionPays(const CollArgs& args, const std::string& codecSpec, bool onDevice) {
+  onDevice = onDevice && devicePlanner_ != nullptr;  // no GPU in the job: priced as the host path, as before
+  const auto planner = onDevice ? devicePlanner_ : currentPlanner();
   if (knobs().compressAlways || !planner) return true;
   const auto key = std::make_pair(args.count, static_cast<int>(args.dtype));
-  {
+  if (!onDevice) {
     std::lock_guard<std::mutex> lock(compressMutex_);
     auto it = compressionPays_.find(key);
     if (it != compressionPays_.end()) return it->second;
@@ -680,17 +703,28 @@ bool Communicator::compressionPays(const CollArgs& args, const std::string& code
   const double bytes = static_cast<double>(args.count) * static_cast<double>(dataTypeSize(args.dtype));
   // The form that would run (TERN_COMPRESS_HIER may force the dearer one).
   const planner::Estimate compressed =
-      planner->estimateCompressedForm(args.coll, bytes, codec->spec(), compressHierFor(args, *codec));
+      planner->estimateCompressedForm(args.coll, bytes, codec->spec(), compressHierFor(args, *codec, onDevice));
   const Choice plain = choose(args);
-  const double plainSeconds = predictSeconds(args, plain);
+  std::string plainName = plain.name;
+  double plainSeconds = predictSeconds(args, plain);
+  if (onDevice) {
+    // Uncompressed, the call would run on the cheaper device engine.
+    const DeviceEngineEstimate best =
+        rankDeviceEngines(args, nranks_, *job_, devicePlanner_.get(), plain.name, plainSeconds).front();
+    plainName = best.engine + " (" + best.algorithm + ")";
+    plainSeconds = std::max(best.seconds, 0.0);
+  }
   // No prediction for the uncompressed call (0): compress, as asked.
   const bool pays = compressed.error.empty() && (plainSeconds <= 0 || compressed.seconds < plainSeconds);
-  TERN_LOG(kInfo, kCompress, rank_, "%s count %zu %s: %s with %s %s, uncompressed %s %s: %s", collectiveName(args.coll),
-           args.count, dataTypeName(args.dtype), compressed.algorithm.c_str(), codecSpec.c_str(),
-           planner::formatTime(compressed.seconds).c_str(), plain.name.c_str(),
-           planner::formatTime(plainSeconds).c_str(), pays ? "compressing" : "not compressing (it does not pay)");
-  std::lock_guard<std::mutex> lock(compressMutex_);
-  compressionPays_.emplace(key, pays);
+  TERN_LOG(kInfo, kCompress, rank_, "%s count %zu %s%s: %s with %s %s, uncompressed %s %s: %s",
+           collectiveName(args.coll), args.count, dataTypeName(args.dtype), onDevice ? " on device buffers" : "",
+           compressed.algorithm.c_str(), codecSpec.c_str(), planner::formatTime(compressed.seconds).c_str(),
+           plainName.c_str(), planner::formatTime(plainSeconds).c_str(),
+           pays ? "compressing" : "not compressing (it does not pay)");
+  if (!onDevice) {
+    std::lock_guard<std::mutex> lock(compressMutex_);
+    compressionPays_.emplace(key, pays);
+  }
   return pays;
 }
 

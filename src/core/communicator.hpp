@@ -107,6 +107,10 @@ class Communicator {
   // Decided collectively at the first stream-ordered call (every rank makes it at the same point of the call order):
   // TERN_DEVICE_ENGINE, and whether every rank can load NCCL; then the NCCL communicator is made.
   NcclDeviceEngine* ncclEngine(const DeviceStreams& streams);
+  // Whether NCCL (where ncclEngine made one) or staging runs an uncompressed stream-ordered call of args: the cheaper
+  // engine by the cost model (core/device_engine_choice.hpp), or the one TERN_DEVICE_ENGINE names. Every rank
+  // decides alike; decided once per call shape, and logged (TERN_DEBUG=INFO, subsystem TUNE) with both estimates.
+  bool ncclRuns(const CollArgs& args);
   // Compressed allreduces on device buffers with the codecs on the device (core/device_compressed_calls.hpp), made
   // on first use.
   DeviceCompressedCalls& deviceCompressedCalls(DeviceStreams& streams, compress::DeviceCodecs& codecs);
@@ -137,7 +141,9 @@ class Communicator {
   // Whether TERN_COMPRESS should compress this allreduce: the cost model's compressed time (codec work included)
   // beats the uncompressed algorithm it would run, or TERN_COMPRESS_WHEN=always. Decided once per (count, dtype);
   // every rank decides the same, from the same model (decisions are dropped when the model learns the network).
-  bool compressionPays(const CollArgs& args, const std::string& codecSpec);
+  // onDevice: for a call on device buffers, priced on the GPUs' links against the device engine that would run it
+  // (not cached here: deviceCompressor keeps its own decision).
+  bool compressionPays(const CollArgs& args, const std::string& codecSpec, bool onDevice = false);
   // Whether TERN_COMPRESS may compress a plain allreduce of args (a float sum/avg allreduce above
   // TERN_COMPRESS_MIN_BYTES on several ranks); checked when the call is made, where a bad TERN_COMPRESS throws
   // ternInvalidArgument. Whether it pays is decided when the call runs (implicitCompressor).
@@ -181,7 +187,7 @@ class Communicator {
   void runPointToPoint(Operation& op);
   void runCompressed(Operation& op);
   // Whether a compressed call runs as compressed_hier: where it applies, TERN_COMPRESS_HIER or the cheaper form.
-  bool compressHierFor(const CollArgs& args, const compress::Codec& codec);
+  bool compressHierFor(const CollArgs& args, const compress::Codec& codec, bool onDevice = false);
   ChoiceContext choiceContext();
   // Init: every rank's topology record (its host's graph from the lowest rank of each host, where each rank is
   // bound), exchanged over the connected transport, assembled into the job; rank 0 of the process's first
@@ -237,6 +243,11 @@ class Communicator {
   std::mutex deviceCompressMutex_;  // the device codecs' decisions, one at a time
   // (count, dtype) -> what the ranks agreed (deviceCompressor): compress on the device, and in the hierarchical form
   std::map<std::pair<size_t, int>, std::pair<bool, bool>> deviceCompress_;
+  // The cost model of calls on device buffers: the planner over the job's GPU placements (the host planner prices
+  // every rank as a CPU), made at init; nullptr when the job places no rank on a GPU.
+  std::shared_ptr<const planner::Planner> devicePlanner_;
+  std::mutex deviceEngineMutex_;                                      // deviceEngines_
+  std::map<std::tuple<int, size_t, int, bool>, bool> deviceEngines_;  // (collective, count, dtype, in place) -> NCCL
   ternResult_t deviceAsyncError();
   void abortDeviceEngines();
 

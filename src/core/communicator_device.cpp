@@ -13,10 +13,12 @@
 #include "compress/codec_factory.hpp"
 #include "core/communicator.hpp"
 #include "core/device_compressed_calls.hpp"
+#include "core/device_engine_choice.hpp"
 #include "core/device_streams.hpp"
 #include "core/nccl_device_engine.hpp"
 #include "core/operation_pool.hpp"
 #include "core/staged_device_calls.hpp"
+#include "planner/units.hpp"
 
 namespace tern {
 
@@ -47,9 +49,9 @@ Compressor* Communicator::deviceCompressor(const CollArgs& args, void* recvbuff,
   if (it == deviceCompress_.end()) {
     // Bit 0: this rank can and would compress on the device; bit 1: it would take the hierarchical form.
     uint8_t mine = 0;
-    if (onDevice && compressionPays(args, options_.compress)) {
+    if (onDevice && compressionPays(args, options_.compress, true)) {
       mine = 1;
-      if (compressHierFor(args, *compress::makeCodec(options_.compress))) mine |= 2;
+      if (compressHierFor(args, *compress::makeCodec(options_.compress), true)) mine |= 2;
     }
     std::vector<uint8_t> all(static_cast<size_t>(nranks_));
     runBlocking(newOperation(Collective::kAllGather, &mine, all.data(), 1, ternUint8, ternSum, 0));
@@ -139,6 +141,38 @@ NcclDeviceEngine* Communicator::ncclEngine(const DeviceStreams& streams) {
   nccl_ = std::make_unique<NcclDeviceEngine>(*lib, comm, rank_, nranks_);
   TERN_LOG(kInfo, kInit, rank_, "device engine: NCCL %d from %s", lib->version, lib->path.c_str());
   return nccl_.get();
+}
+
+bool Communicator::ncclRuns(const CollArgs& args) {
+  const std::string& mode = knobs().deviceEngine;
+  if (mode == "nccl") return true;
+  if (mode == "staged") return false;
+  // Batches of sends and receives (alltoallv too) have no catalogue entry to price: NCCL runs them where it runs.
+  if (args.coll == Collective::kPointToPoint || args.coll == Collective::kAlltoAllv) return true;
+  const auto key = std::make_tuple(static_cast<int>(args.coll), args.count, static_cast<int>(args.dtype), args.inPlace);
+  {
+    std::lock_guard<std::mutex> lock(deviceEngineMutex_);
+    if (auto it = deviceEngines_.find(key); it != deviceEngines_.end()) return it->second;
+  }
+  const Choice host = choose(args);
+  const std::vector<DeviceEngineEstimate> ranked =
+      rankDeviceEngines(args, nranks_, *job_, devicePlanner_.get(), host.name, predictSeconds(args, host));
+  // Unpriced NCCL (no GPU in the job) still runs: NVIDIA's library on its own hardware is the prior.
+  const DeviceEngineEstimate& nccl = ranked[0].engine == "nccl" ? ranked[0] : ranked[1];
+  const DeviceEngineEstimate& staged = ranked[0].engine == "staged" ? ranked[0] : ranked[1];
+  const bool useNccl = nccl.seconds < 0 || ranked[0].engine == "nccl";
+  auto describe = [](const DeviceEngineEstimate& e) {
+    return e.seconds < 0
+               ? e.engine + " not priced (no rank's GPU is in the job topology)"
+               : format("%s (%s) %s", e.engine.c_str(), e.algorithm.c_str(), planner::formatTime(e.seconds).c_str());
+  };
+  TERN_LOG(kInfo, kTune, rank_, "stream-ordered %s count %zu %s on device buffers: %s, %s -> %s",
+           collectiveName(args.coll), args.count, dataTypeName(args.dtype), describe(nccl).c_str(),
+           describe(staged).c_str(), useNccl ? "nccl" : "staged");
+  std::lock_guard<std::mutex> lock(deviceEngineMutex_);
+  if (deviceEngines_.size() > 512) deviceEngines_.clear();
+  deviceEngines_.emplace(key, useNccl);
+  return useNccl;
 }
 
 ternResult_t Communicator::deviceAsyncError() {

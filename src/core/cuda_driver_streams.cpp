@@ -39,6 +39,8 @@ struct Driver {
   CUresult (*getErrorString)(CUresult, const char**) = nullptr;
   CUresult (*ctxGetCurrent)(CUcontext*) = nullptr;
   CUresult (*ctxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*ctxGetDevice)(int*) = nullptr;
+  CUresult (*deviceGetPCIBusId)(char*, int, int) = nullptr;
   CUresult (*streamGetCtx)(CUstream, CUcontext*) = nullptr;
   CUresult (*pointerGetAttribute)(void*, int, CUdeviceptr) = nullptr;
   CUresult (*memHostAlloc)(void**, size_t, unsigned) = nullptr;
@@ -119,6 +121,14 @@ class CudaDriverStreams final : public DeviceStreams {
   }
   void releaseMarker(uintptr_t marker) override { d_.eventDestroy(reinterpret_cast<CUevent>(marker)); }
   bool runsNccl() const override { return true; }
+  std::string currentDeviceBusId() override {
+    CUcontext current = nullptr;
+    int device = -1;
+    if (d_.ctxGetCurrent(&current) != kSuccess || current == nullptr || d_.ctxGetDevice(&device) != kSuccess) return "";
+    char busId[32] = {};
+    if (d_.deviceGetPCIBusId(busId, static_cast<int>(sizeof(busId)), device) != kSuccess) return "";
+    return busId;
+  }
   compress::DeviceCodecs* codecsFor(void* stream) override {
     compress::DeviceCodecs* codecs = compress::builtinDeviceCodecs();
     if (codecs != nullptr) useContextOf(stream);  // the runtime's kernel launches act on the current context
@@ -176,6 +186,8 @@ DeviceStreams* loadDriverStreams(std::string* reason) {
     if (!resolve(d, "cuInit", d.init, &failure) || !resolve(d, "cuGetErrorString", d.getErrorString, &failure) ||
         !resolve(d, "cuCtxGetCurrent", d.ctxGetCurrent, &failure) ||
         !resolve(d, "cuCtxSetCurrent", d.ctxSetCurrent, &failure) ||
+        !resolve(d, "cuCtxGetDevice", d.ctxGetDevice, &failure) ||
+        !resolve(d, "cuDeviceGetPCIBusId", d.deviceGetPCIBusId, &failure) ||
         !resolve(d, "cuStreamGetCtx", d.streamGetCtx, &failure) ||
         !resolve(d, "cuPointerGetAttribute", d.pointerGetAttribute, &failure) ||
         !resolve(d, "cuMemHostAlloc", d.memHostAlloc, &failure) ||
@@ -207,6 +219,19 @@ DeviceStreams* deviceStreams(std::string* why) {
     if (testStreams != nullptr) return testStreams;
   }
   return loadDriverStreams(why);
+}
+
+std::string currentGpuBusId() {
+  {
+    std::lock_guard<std::mutex> lock(registryMutex());
+    if (testStreams != nullptr) return testStreams->currentDeviceBusId();
+  }
+  // A program that has not loaded the driver uses no GPU: it neither pays for loading one nor is a GPU rank.
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (lib == nullptr) return "";
+  dlclose(lib);  // drops only the reference NOLOAD took
+  DeviceStreams* streams = loadDriverStreams(nullptr);
+  return streams != nullptr ? streams->currentDeviceBusId() : "";
 }
 
 void setDeviceStreamsForTesting(DeviceStreams* streams) {

@@ -40,6 +40,9 @@ class DeviceStreams {
   virtual void releaseMarker(uintptr_t marker) = 0;
   // Whether these are a real GPU's streams, which NVIDIA's NCCL can run on (test doubles are not).
   virtual bool runsNccl() const { return false; }
+  // PCI bus id of the calling thread's current device ("0000:1b:00.0"), "" when it has no current context: the GPU
+  // this rank drives, as the job topology places it (NCCL, too, takes the current device at init).
+  virtual std::string currentDeviceBusId() { return ""; }
   // The codecs that run on stream (compress/device_codecs.hpp), with the calling thread made ready to launch work on
   // it; nullptr where there are none (a library built without CUDA): compressed calls on device buffers then stage
   // whole tensors and encode on the CPU.
@@ -50,5 +53,8 @@ class DeviceStreams {
 // A test double set by setDeviceStreamsForTesting takes precedence.
 DeviceStreams* deviceStreams(std::string* why);
 void setDeviceStreamsForTesting(DeviceStreams* streams);
+// The bus id of the calling thread's current CUDA device, "" when there is none or the process has not loaded the
+// CUDA driver (a CPU-only program never loads it for this); the test double's answer when one is set.
+std::string currentGpuBusId();
 
 }  // namespace tern

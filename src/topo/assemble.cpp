@@ -78,6 +78,8 @@ constexpr size_t kMaxRecordNodes = 2048;
 constexpr size_t kMaxRecordLinks = 8192;
 constexpr int kMaxRecordPackages = 64;
 constexpr size_t kMaxHostIdBytes = 1024;
+constexpr size_t kMaxBusIdBytes = 32;
+constexpr size_t kNormalizedBusIdBytes = 12;  // "dddd:bb:dd.f"
 
 [[noreturn]] void badRecord(int rank, const std::string& what) {
   throwError(ternInvalidArgument, "rank %d's topology record: %s", rank, what.c_str());
@@ -113,6 +115,7 @@ double recordNumber(const nlohmann::json& o, const char* key, int rank) {
 
 std::string encodeRankRecord(const RankRecord& record) {
   nlohmann::ordered_json j = {{"v", kRankRecordVersion}, {"host", record.hostId}, {"numa", record.numaOsIndex}};
+  if (!record.gpuBusId.empty()) j["gpu"] = record.gpuBusId;
   if (record.host) j["graph"] = hostToJson(*record.host);
   if (record.network) {
     j["network"] = {{"kind", netKindName(record.network->kind)},
@@ -128,7 +131,7 @@ RankRecord decodeRankRecord(std::string_view text, int rank) {
   if (j.is_discarded()) badRecord(rank, "not JSON");
   if (!j.is_object()) badRecord(rank, "not a JSON object");
   for (const auto& [key, value] : j.items()) {
-    if (key != "v" && key != "host" && key != "numa" && key != "graph" && key != "network") {
+    if (key != "v" && key != "host" && key != "numa" && key != "gpu" && key != "graph" && key != "network") {
       badRecord(rank, format("unknown field \"%s\"", key.c_str()));
     }
   }
@@ -142,6 +145,15 @@ RankRecord decodeRankRecord(std::string_view text, int rank) {
   r.hostId = host->get<std::string>();
   if (r.hostId.empty() || r.hostId.size() > kMaxHostIdBytes) badRecord(rank, "bad host id length");
   r.numaOsIndex = static_cast<int>(recordInt(j, "numa", -1, 1 << 20, rank));
+  if (auto gpu = j.find("gpu"); gpu != j.end()) {
+    if (!gpu->is_string()) badRecord(rank, "\"gpu\" must be a string");
+    r.gpuBusId = gpu->get<std::string>();
+    // A PCI address, as the CUDA driver writes it ("0000:1b:00.0"); anything else is not from a tern rank.
+    if (r.gpuBusId.empty() || r.gpuBusId.size() > kMaxBusIdBytes ||
+        normalizeBusId(r.gpuBusId).size() != kNormalizedBusIdBytes) {
+      badRecord(rank, "\"gpu\" is not a PCI bus id");
+    }
+  }
   if (auto graph = j.find("graph"); graph != j.end()) {
     auto nodes = graph->is_object() ? graph->find("nodes") : graph->end();
     auto links = graph->is_object() ? graph->find("links") : graph->end();
@@ -212,6 +224,12 @@ JobTopology assembleJobFromRecords(const std::vector<RankRecord>& records, NetKi
       if (record.numaOsIndex >= 0 && host.nodes[n].osIndex == record.numaOsIndex) p.numa = n;
     }
     if (p.numa < 0 && numas.size() == 1) p.numa = numas[0];  // one NUMA node: every rank is on it
+    if (!record.gpuBusId.empty()) {
+      const std::string busId = normalizeBusId(record.gpuBusId);
+      for (int g : host.nodesOfType(NodeType::kGpu)) {
+        if (host.nodes[g].busId == busId) p.gpu = g;
+      }
+    }
     job.ranks.push_back(p);
   }
   if (records[0].network) {

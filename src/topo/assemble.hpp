@@ -42,6 +42,7 @@ JobTopology assembleJob(const std::vector<RankReport>& reports, const Network* n
 struct RankRecord {
   std::string hostId;
   int numaOsIndex = -1;              // the NUMA node the rank is bound to (local_topology.hpp), -1 when unbound
+  std::string gpuBusId;              // PCI bus id of the GPU the rank drives (its current CUDA device), "" for none
   std::optional<HostTopology> host;  // the host's graph (its id is replaced by hostId)
   std::optional<Network> network;    // rank 0 only, when its topology came from a file: that file's network
 };
@@ -54,7 +55,9 @@ std::string encodeRankRecord(const RankRecord& record);
 RankRecord decodeRankRecord(std::string_view text, int rank);
 
 // The job of records[r] = rank r: hosts in order of first appearance, each host's graph from the lowest rank on it,
-// CPU ranks bound to the NUMA node they reported (or the host's only one), each on its nearest NIC (written into
+// CPU ranks bound to the NUMA node they reported (or the host's only one), GPU ranks placed on the GPU they named
+// where the host's graph has it (a GPU the graph lacks, as when detection saw no NVML, leaves a CPU rank: the model
+// then prices that rank's calls as a CPU's, which the caller may warn about), each on its nearest NIC (written into
 // the placement, so that a dump names it). The network: rank 0's file network when it has one, else what the NICs
 // imply (deriveNetwork), with fallbackKind when no host has a NIC of known kind. Throws Error(ternInvalidArgument)
 // when the lowest rank of a host sent no graph, or a rank's host id is not expectedHostIds[r] (when given).

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "compress/device_codecs.hpp"
@@ -164,6 +165,16 @@ class HostStreams final : public DeviceStreams {
   bool markerReached(uintptr_t marker) override { return reinterpret_cast<std::atomic<bool>*>(marker)->load(); }
   void releaseMarker(uintptr_t marker) override { delete reinterpret_cast<std::atomic<bool>*>(marker); }
   compress::DeviceCodecs* codecsFor(void* /*stream*/) override { return withCodecs ? &codecs_ : nullptr; }
+  // Poses as cudaSetDevice on the calling thread: currentDeviceBusId answers busId there ("" for none).
+  void setCurrentDevice(const std::string& busId) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    currentDevice_[std::this_thread::get_id()] = busId;
+  }
+  std::string currentDeviceBusId() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = currentDevice_.find(std::this_thread::get_id());
+    return it == currentDevice_.end() ? std::string() : it->second;
+  }
 
   HostStream defaultStream;
   std::atomic<int> pinnedAllocs{0}, copies{0}, stuckWaits{0};
@@ -248,6 +259,7 @@ class HostStreams final : public DeviceStreams {
 
   std::mutex mutex_;
   std::map<char*, Alloc> allocs_;
+  std::map<std::thread::id, std::string> currentDevice_;
   HostCodecs codecs_{*this};
 };
 

@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "mp/collectives_matrix.hpp"
@@ -57,8 +58,10 @@ int main(int argc, char** argv) {
     std::printf("SKIPPED: no CUDA device (%s)\n", cudaGetErrorString(cudaGetLastError()));
     return 77;
   }
+  // The device first, as NCCL programs do: init places this rank on its current GPU in the job topology.
+  const char* launched = std::getenv("TERN_RANK");
+  CUDA_OK(cudaSetDevice((launched != nullptr ? std::atoi(launched) : 0) % devices));
   ternComm_t comm = rank_check::initFromEnv();
-  CUDA_OK(cudaSetDevice(rank_check::rank % devices));
   {
     CudaDevice device;
     if (compressed) {

@@ -76,6 +76,16 @@ if [[ -n "$check_bin" ]]; then
       status=1
     fi
   done
+  # Each rank sits on its GPU in the job topology, and the model prices the device engines on its links.
+  echo "== GPU placement and the device engine's price: 2 ranks, TERN_DEBUG=INFO (TOPO, TUNE)"
+  log=$(TERN_DEBUG=INFO TERN_DEBUG_SUBSYS=TOPO,TUNE TERN_TIMEOUT=${TERN_TIMEOUT:-120} \
+    "$launcher" -n 2 --timeout 300 "$check_bin" all --large none 2>&1) || { echo "$log" | tail -20; status=1; }
+  echo "$log" | grep -E "topology: host|on device buffers: " | sort -u | head -8 || true
+  if [[ $(echo "$log" | grep -c "topology: host.*, GPU ") -ne 2 ]] ||
+    ! echo "$log" | grep -q "on device buffers: nccl (.*) .*, staged"; then
+    echo "== GPU placement or the device engine's price MISSING from the log"
+    status=1
+  fi
   for codec in sign qsgd:4 topk:0.01 bf16; do
     echo "== TERN_COMPRESS=$codec on device buffers, GPU codecs against the host path: 2 ranks"
     if ! TERN_COMPRESS=$codec TERN_COMPRESS_WHEN=always TERN_TIMEOUT=${TERN_TIMEOUT:-120} \

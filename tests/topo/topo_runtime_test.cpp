@@ -76,16 +76,34 @@ TEST(TopoRecord, RoundTripKeepsHostNumaAndNetwork) {
   EXPECT_EQ(f.numaOsIndex, -1);
   // Only leaders carry a graph: a follower's record stays small whatever the host.
   EXPECT_LT(encodeRankRecord(follower).size(), 64u);
+  EXPECT_TRUE(f.gpuBusId.empty());
+
+  // A rank that drives a GPU names it, in the driver's form or the short one.
+  for (const char* busId : {"0000:1B:00.0", "1b:00.0"}) {
+    follower.gpuBusId = busId;
+    EXPECT_EQ(decodeRankRecord(encodeRankRecord(follower), 1).gpuBusId, busId);
+  }
 }
 
 TEST(TopoRecord, RefusesBadBytesWithAClearError) {
   for (const std::string& bad :
-       {std::string(), std::string("{not json"), std::string("[1,2]"), std::string("\x00\xff\xfe", 3),
-        std::string(R"({"v":1})"), std::string(R"({"v":2,"host":"h","numa":0})"),
-        std::string(R"({"v":1,"host":"","numa":0})"), std::string(R"({"v":1,"host":7,"numa":0})"),
-        std::string(R"({"v":1,"host":"h","numa":1e300})"), std::string(R"({"v":1,"host":"h","numa":-2})"),
+       {std::string(),
+        std::string("{not json"),
+        std::string("[1,2]"),
+        std::string("\x00\xff\xfe", 3),
+        std::string(R"({"v":1})"),
+        std::string(R"({"v":2,"host":"h","numa":0})"),
+        std::string(R"({"v":1,"host":"","numa":0})"),
+        std::string(R"({"v":1,"host":7,"numa":0})"),
+        std::string(R"({"v":1,"host":"h","numa":1e300})"),
+        std::string(R"({"v":1,"host":"h","numa":-2})"),
         std::string(R"({"v":1,"host":"h","numa":18446744073709551615})"),
         std::string(R"({"v":1,"host":"h","numa":0,"extra":1})"),
+        std::string(R"({"v":1,"host":"h","numa":0,"gpu":""})"),
+        std::string(R"({"v":1,"host":"h","numa":0,"gpu":3})"),
+        std::string(R"({"v":1,"host":"h","numa":0,"gpu":"GPU-7f3a"})"),
+        std::string(R"({"v":1,"host":"h","numa":0,"gpu":"0000:1b:00.0.1"})"),
+        std::string(R"({"v":1,"host":"h","numa":0,"gpu":"00000000000000000000000000000:1b:00.0"})"),
         std::string(R"({"v":1,"host":"h","numa":0,"graph":[]})"),
         std::string(
             R"({"v":1,"host":"h","numa":0,"graph":{"id":"x","nodes":[{"id":"a","type":"gpu","parent":"zz"}]}})"),
@@ -108,6 +126,7 @@ TEST(TopoRecord, RefusesBadBytesWithAClearError) {
 TEST(TopoRecord, MutatedRecordsNeverCrash) {
   RankRecord r = leaderRecord("node-b", 0, 10);
   r.network = Network{NetKind::kEthernet, 10, 15};
+  r.gpuBusId = "0000:1b:00.0";
   const std::string good = encodeRankRecord(r);
   for (size_t cut = 0; cut < good.size(); ++cut) expectCleanDecode(good.substr(0, cut), 3);
   std::mt19937 rng(12345);
@@ -166,6 +185,48 @@ TEST(TopoAssemble, JobPlacesEveryRankOnItsHostNumaAndNic) {
   const std::string text = dumpJobJson(job);
   EXPECT_NE(text.find(R"("nic":"nic0")"), std::string::npos) << text;
   EXPECT_EQ(parseJobJson(text, "dump"), job);
+}
+
+// Ranks that drive GPUs sit on them in the job (the cost model of their device calls then prices NVLink and PCIe);
+// a GPU the host's graph does not list leaves a CPU rank rather than failing init.
+TEST(TopoAssemble, GpuRanksSitOnTheGpusTheyNamed) {
+  const JobTopology dgx = parseJobJson(R"({"version": 1, "hosts": [{"id": "box", "nodes": [
+      {"id": "pkg0", "type": "package", "os_index": 0, "cores": 8},
+      {"id": "numa0", "type": "numa", "parent": "pkg0", "os_index": 0},
+      {"id": "sw0", "type": "pci_switch", "parent": "pkg0"},
+      {"id": "gpu0", "type": "gpu", "parent": "sw0", "busid": "0000:1b:00.0", "sm": 90},
+      {"id": "gpu1", "type": "gpu", "parent": "sw0", "busid": "0000:43:00.0", "sm": 90}]}]})",
+                                       "test");
+  std::vector<RankRecord> records(4);
+  for (RankRecord& r : records) r.hostId = "box";
+  records[0].host = dgx.hosts[0];
+  records[0].gpuBusId = "0000:43:00.0";
+  records[1].gpuBusId = "1B:00.0";
+  records[2].gpuBusId = "0000:99:00.0";  // not in the graph
+  const JobTopology job = assembleJobFromRecords(records, NetKind::kEthernet);
+  ASSERT_EQ(job.ranks.size(), 4u);
+  const HostTopology& host = job.hosts[0];
+  ASSERT_GE(job.ranks[0].gpu, 0);
+  EXPECT_EQ(host.nodes[job.ranks[0].gpu].id, "gpu1");
+  ASSERT_GE(job.ranks[1].gpu, 0);
+  EXPECT_EQ(host.nodes[job.ranks[1].gpu].id, "gpu0");
+  EXPECT_EQ(job.ranks[2].gpu, -1);
+  EXPECT_EQ(job.ranks[3].gpu, -1);
+  // The host planner prices every rank as a CPU (host buffers never touch a GPU); the device planner sees the GPUs.
+  auto shared = std::make_shared<const JobTopology>(job);
+  const auto hostPlanner = makeCommPlanner(4, {"box", "box", "box", "box"}, true, shared);
+  for (int r = 0; r < 4; ++r) EXPECT_FALSE(hostPlanner->links().isGpu(r)) << "rank " << r;
+  const auto devicePlanner = makeDevicePlanner(shared);
+  ASSERT_NE(devicePlanner, nullptr);
+  EXPECT_TRUE(devicePlanner->links().isGpu(0));
+  EXPECT_TRUE(devicePlanner->links().isGpu(1));
+  EXPECT_FALSE(devicePlanner->links().isGpu(2));
+  EXPECT_EQ(devicePlanner->links().pair(0, 1).cls, planner::ModelLink::kPcie);
+  records[0].gpuBusId.clear();
+  records[1].gpuBusId.clear();
+  records[2].gpuBusId.clear();
+  EXPECT_EQ(makeDevicePlanner(std::make_shared<const JobTopology>(assembleJobFromRecords(records, NetKind::kEthernet))),
+            nullptr);
 }
 
 TEST(TopoAssemble, RefusesInconsistentRecords) {

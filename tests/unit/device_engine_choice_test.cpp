@@ -1,0 +1,182 @@
+// The engine of uncompressed stream-ordered calls on device buffers, priced by the cost model
+// (core/device_engine_choice.hpp): NCCL over the GPUs' own links against staging through pinned host memory, on the
+// reference topologies; and communicators whose ranks drive GPUs (their current device, posed by the host_streams.hpp
+// double here) place them on those GPUs in the job, while host-memory calls stay priced as CPU ranks'.
+#include "core/device_engine_choice.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/env.hpp"
+#include "common/host_streams.hpp"
+#include "core/algo_choice.hpp"
+#include "core/communicator.hpp"
+#include "planner/planner.hpp"
+#include "topo/topo_file.hpp"
+
+namespace tern::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string referenceTopology(const char* name) {
+  const char* env = std::getenv("TERN_SOURCE_DIR");
+  const fs::path root = env != nullptr ? fs::path(env) : fs::path(__FILE__).parent_path().parent_path().parent_path();
+  return (root / "topo" / name).string();
+}
+
+std::shared_ptr<const topo::JobTopology> loadJob(const char* name) {
+  return std::make_shared<const topo::JobTopology>(topo::loadTopologyFile(referenceTopology(name)));
+}
+
+std::vector<std::string> hostIdsOf(const topo::JobTopology& job) {
+  std::vector<std::string> ids;
+  for (const topo::RankPlacement& p : job.ranks) ids.push_back(job.hosts[p.host].id);
+  return ids;
+}
+
+CollArgs allReduceOf(double bytes, int nranks) {
+  return planner::argsForBytes(Collective::kAllReduce, bytes, nranks, ternFloat32);
+}
+
+// On GPUs joined by NVLink (a DGX H100) or by PCIe switches, NCCL on the GPUs' links beats copying every buffer to
+// host memory and back, at every size; staging pays at least its two copies on top of the host collective.
+TEST(DeviceEngineChoice, NcclBeatsStagingOnTheGpusOwnLinks) {
+  for (const char* file : {"dgx-h100.json", "pcie-4gpu-100g.json"}) {
+    SCOPED_TRACE(file);
+    const auto job = loadJob(file);
+    const int n = static_cast<int>(job->ranks.size());
+    ASSERT_GE(job->ranks.at(0).gpu, 0) << "the reference topology binds its ranks to GPUs";
+    const auto device = makeDevicePlanner(job);
+    ASSERT_NE(device, nullptr);
+    const auto host = makeCommPlanner(n, hostIdsOf(*job), true, job);
+    for (const double bytes : {1024.0, 65536.0, 4.0 * (1 << 20), 256.0 * (1 << 20)}) {
+      SCOPED_TRACE(bytes);
+      const CollArgs args = allReduceOf(bytes, n);
+      const planner::Estimate hostBest = host->rank(Collective::kAllReduce, bytes).front();
+      ASSERT_TRUE(hostBest.error.empty()) << hostBest.error;
+      const std::vector<DeviceEngineEstimate> ranked =
+          rankDeviceEngines(args, n, *job, device.get(), hostBest.algorithm, hostBest.seconds);
+      ASSERT_EQ(ranked.size(), 2u);
+      EXPECT_EQ(ranked[0].engine, "nccl");
+      EXPECT_GT(ranked[0].seconds, 0);
+      EXPECT_EQ(ranked[1].engine, "staged");
+      EXPECT_EQ(ranked[1].algorithm, hostBest.algorithm);
+      const double copies = 2 * deviceHostCopySeconds(*job, 0, bytes);
+      EXPECT_GE(ranked[1].seconds, hostBest.seconds + copies);
+    }
+  }
+}
+
+// The host copies go over the GPU's PCIe path (a DGX H100's Gen5 x16 is faster than the default Gen4 figure); a rank
+// the job does not place on a GPU is priced at that default.
+TEST(DeviceEngineChoice, HostCopiesGoOverTheGpusPcie) {
+  const auto dgx = loadJob("dgx-h100.json");
+  const double bytes = 64.0 * (1 << 20);
+  const double gpuCopy = deviceHostCopySeconds(*dgx, 0, bytes);
+  EXPECT_LT(gpuCopy, bytes / (kDefaultHostCopyGBs * 1e9));
+  EXPECT_GT(gpuCopy, bytes / (128e9));  // no PCIe x16 link is faster than Gen6's
+  const auto cpu = loadJob("cpu-2node-1g.json");
+  EXPECT_DOUBLE_EQ(deviceHostCopySeconds(*cpu, 0, bytes), bytes / (kDefaultHostCopyGBs * 1e9));
+}
+
+// The choice follows the prices, not a rule: where the model is told the GPUs' links are slow, staging wins; where
+// the job places no rank on a GPU, NCCL is not priced (and ranks after the priced engine).
+TEST(DeviceEngineChoice, TheCheaperEngineWins) {
+  const auto job = loadJob("dgx-h100.json");
+  const int n = static_cast<int>(job->ranks.size());
+  planner::PlannerConfig config;
+  config.job = job;
+  config.intra = planner::IntraTransport::kTopology;
+  config.params = planner::defaultCostParams();
+  config.params.links["nvlink"] = planner::LinkCalibration{{1e-3, 1e-6}, -1, {}};  // 1 ms, 1 MB/s
+  const planner::Planner slowGpuLinks(config);
+  const CollArgs args = allReduceOf(1 << 20, n);
+  std::vector<DeviceEngineEstimate> ranked = rankDeviceEngines(args, n, *job, &slowGpuLinks, "ring", 200e-6);
+  EXPECT_EQ(ranked[0].engine, "staged");
+  EXPECT_GT(ranked[1].seconds, ranked[0].seconds);
+
+  ranked = rankDeviceEngines(args, n, *job, nullptr, "ring", 200e-6);
+  EXPECT_EQ(ranked[0].engine, "staged");
+  EXPECT_EQ(ranked[1].engine, "nccl");
+  EXPECT_LT(ranked[1].seconds, 0);
+  // Batches of sends and receives have no catalogue entry: NCCL stays unpriced there too.
+  CollArgs batch;
+  batch.coll = Collective::kAlltoAllv;
+  ranked = rankDeviceEngines(batch, n, *job, makeDevicePlanner(job).get(), "", 0);
+  EXPECT_LT(ranked[0].seconds, 0);
+  EXPECT_LT(ranked[1].seconds, 0);
+}
+
+// Ranks whose threads have a current CUDA device (the double's setCurrentDevice) sit on that GPU in every rank's
+// job; the host-memory calls of those communicators are priced exactly as those of ranks without a GPU.
+TEST(DeviceEngineChoice, RanksDrivingGpusSitOnThemAndHostCallsStayCpuPriced) {
+  const std::string file = referenceTopology("dgx-h100.json");
+  setenv("TERN_TOPO_FILE", file.c_str(), 1);
+  if (knobs().topoFile != file) {
+    GTEST_SKIP() << "the knobs were read before TERN_TOPO_FILE was set: run this test in a process of its own "
+                    "(ctest does)";
+  }
+  HostStreams dev;
+  setDeviceStreamsForTesting(&dev);
+  const topo::JobTopology reference = topo::loadTopologyFile(file);
+  const topo::HostTopology& box = reference.hosts.at(0);
+  const std::vector<int> gpus = box.nodesOfType(topo::NodeType::kGpu);
+  const int n = 3;
+  for (const bool inproc : {true, false}) {
+    SCOPED_TRACE(inproc ? "inproc" : "tcp");
+    std::vector<double> hostPrediction[2];
+    for (const bool onGpus : {true, false}) {
+      UniqueIdData id = inproc ? makeInprocUniqueId() : [] {
+        ternUniqueId packed;
+        EXPECT_EQ(ternGetUniqueId(&packed), ternSuccess);
+        return UniqueIdData::unpack(packed);
+      }();
+      std::vector<std::unique_ptr<Communicator>> comms(n);
+      std::vector<std::thread> threads;
+      threads.reserve(n);
+      for (int r = 0; r < n; ++r) {
+        threads.emplace_back([&, r] {
+          // Rank r drives GPU 2r (as cudaSetDevice would make it current), or none.
+          dev.setCurrentDevice(onGpus ? box.nodes[gpus.at(2 * r)].busId : "");
+          try {
+            CommOptions opts = resolveOptions(nullptr);
+            opts.timeoutMs = 30000;
+            comms[r] = Communicator::create(n, id, r, opts);
+          } catch (const std::exception& e) {
+            ADD_FAILURE() << "rank " << r << ": " << e.what();
+          }
+        });
+      }
+      for (std::thread& t : threads) t.join();
+      for (int r = 0; r < n; ++r) ASSERT_NE(comms[r], nullptr);
+      for (int r = 0; r < n; ++r) {
+        const topo::JobTopology& job = comms[r]->jobTopology();
+        EXPECT_EQ(job, comms[0]->jobTopology()) << "rank " << r;
+        for (int q = 0; q < n; ++q) {
+          EXPECT_EQ(job.ranks[q].gpu, onGpus ? gpus[2 * q] : -1) << "rank " << r << " sees rank " << q;
+        }
+      }
+      const CollArgs args = allReduceOf(4 << 20, n);
+      for (int r = 0; r < n; ++r) {
+        const Choice choice = comms[r]->choose(args);
+        hostPrediction[onGpus ? 0 : 1].push_back(comms[r]->predictSeconds(args, choice));
+        EXPECT_TRUE(comms[r]->ncclRuns(args)) << "rank " << r;  // priced on the GPUs, or the prior without them
+      }
+      threads.clear();
+      for (int r = 0; r < n; ++r) threads.emplace_back([&, r] { comms[r].reset(); });
+      for (std::thread& t : threads) t.join();
+    }
+    EXPECT_EQ(hostPrediction[0], hostPrediction[1]);
+  }
+  setDeviceStreamsForTesting(nullptr);
+}
+
+}  // namespace
+}  // namespace tern::testing
