@@ -27,8 +27,19 @@ for s in sizes:
     best = s["algorithms"][0]
     assert best["name"] == s["best"] and best["time_us"] > 0 and best["busbw_gbs"] > 0
 assert sizes[-1]["best"] == "hier"
+# GPU ranks: what a stream-ordered call on device buffers would run, NCCL on the GPUs' links first.
+for s in sizes:
+    engines = s["device_engines"]
+    assert [e["engine"] for e in engines] == ["nccl", "staged"], engines
+    assert 0 < engines[0]["time_us"] < engines[1]["time_us"], engines
 PY
 fi
+
+# The device engines on a reference topology file, and none for CPU ranks.
+out=$("$CALC" --topo "$SRC/topo/dgx-h100.json" --size 64MB) || fail "--topo dgx-h100 failed"
+expect_contains "$out" "on device buffers (stream-ordered): nccl (hier) " ", staged (" " -> nccl"
+out=$("$CALC" --preset cpu-2node-1g --size 64MB) || fail "cpu-2node-1g failed"
+grep -qF "on device buffers" <<<"$out" && fail "CPU ranks priced as device buffers"
 
 # Compressed rows (both forms on 2 nodes x 2 ranks: at 1 Gb/s compressing only between the nodes wins; one rank
 # per node has only the flat form) and a forced algorithm.

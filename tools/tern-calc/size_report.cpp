@@ -7,6 +7,7 @@
 #include "algorithms/registry.hpp"
 #include "base/dtype.hpp"
 #include "base/error.hpp"
+#include "core/device_engine_choice.hpp"
 #include "explain.hpp"
 #include "planner/units.hpp"
 #include "text_table.hpp"
@@ -21,6 +22,38 @@ struct Row {
   Estimate e;
   std::string label;  // the name shown (compressed rows carry their codec)
 };
+
+// Where the job's ranks drive GPUs, what a stream-ordered call on their device buffers would run
+// (core/device_engine_choice.hpp): NCCL on the GPUs' links against staging through host memory, whose collective is
+// priced as the library's host planner prices it (every rank a CPU, same-host peers over shared memory). Empty for a
+// job of CPU ranks and for collectives NCCL does not run.
+std::vector<DeviceEngineEstimate> deviceEngines(const Setup& s, const Planner& device, Collective c, double bytes,
+                                                ternDataType_t dtype) {
+  bool gpus = false;
+  for (const topo::RankPlacement& r : s.job->ranks) gpus = gpus || r.gpu >= 0;
+  if (!gpus || c == Collective::kBarrier) return {};
+  PlannerConfig hostConfig = s.config();
+  auto cpuRanks = std::make_shared<topo::JobTopology>(*s.job);
+  for (topo::RankPlacement& r : cpuRanks->ranks) r.gpu = -1;
+  hostConfig.job = std::move(cpuRanks);
+  hostConfig.intra = IntraTransport::kShm;
+  const Planner host(hostConfig);
+  const std::vector<Estimate> hostRanked = host.rank(c, bytes, dtype);
+  if (hostRanked.empty() || !hostRanked.front().error.empty()) return {};
+  const int p = device.nranks();
+  return rankDeviceEngines(argsForBytes(c, bytes, p, dtype), p, *s.job, &device, hostRanked.front().algorithm,
+                           hostRanked.front().seconds);
+}
+
+std::string describeEngines(const std::vector<DeviceEngineEstimate>& engines) {
+  std::string text;
+  for (const DeviceEngineEstimate& e : engines) {
+    if (e.seconds < 0) continue;
+    text += format("%s%s (%s) %s", text.empty() ? "" : ", ", e.engine.c_str(), e.algorithm.c_str(),
+                   formatTime(e.seconds).c_str());
+  }
+  return text.empty() ? text : text + " -> " + engines.front().engine;
+}
 
 std::vector<double> sizesOf(const Options& o) {
   std::vector<double> sizes;
@@ -38,6 +71,7 @@ std::vector<double> sizesOf(const Options& o) {
 std::vector<Row> priceAll(const Planner& planner, Collective c, double bytes, ternDataType_t dtype,
                           const std::vector<std::string>& names, const std::string& codec) {
   std::vector<Row> rows;
+  rows.reserve(names.size());
   for (const std::string& n : names) rows.push_back({planner.estimate(c, bytes, n, dtype), n});
   if (!codec.empty()) {
     for (Estimate& e : planner.rankCompressed(c, bytes, codec)) {
@@ -84,7 +118,7 @@ std::vector<Crossover> crossovers(const Planner& planner, Collective c, ternData
   for (size_t i = 0; i + 1 < sizes.size(); ++i) {
     if (best[i] == best[i + 1] || best[i].empty() || best[i + 1].empty()) continue;
     double lo = sizes[i], hi = sizes[i + 1];
-    std::string loName = best[i];
+    const std::string& loName = best[i];
     for (int k = 0; k < 10 && hi / lo > 1.02; ++k) {
       const double mid = std::round(std::sqrt(lo * hi));
       if (mid <= lo || mid >= hi) break;
@@ -175,7 +209,19 @@ int runSizeReport(const Options& o, const Setup& s) {
         }
         algos.push_back(a);
       }
-      out.push_back({{"bytes", sizes[i]}, {"size", formatBytes(sizes[i])}, {"best", best[i]}, {"algorithms", algos}});
+      nlohmann::ordered_json entry = {
+          {"bytes", sizes[i]}, {"size", formatBytes(sizes[i])}, {"best", best[i]}, {"algorithms", algos}};
+      const std::vector<DeviceEngineEstimate> engines = deviceEngines(s, planner, c, sizes[i], dtype);
+      if (!engines.empty()) {
+        nlohmann::ordered_json ej = nlohmann::ordered_json::array();
+        for (const DeviceEngineEstimate& e : engines) {
+          nlohmann::ordered_json one = {{"engine", e.engine}, {"algorithm", e.algorithm}};
+          if (e.seconds >= 0) one["time_us"] = e.seconds * 1e6;
+          ej.push_back(one);
+        }
+        entry["device_engines"] = ej;
+      }
+      out.push_back(entry);
     }
     doc["sizes"] = out;
     nlohmann::ordered_json cj = nlohmann::ordered_json::array();
@@ -204,6 +250,10 @@ int runSizeReport(const Options& o, const Setup& s) {
       }
       std::printf("%s", t.str().c_str());
       if (!best[i].empty()) std::printf("  selected: %s\n", best[i].c_str());
+      if (const std::string engines = describeEngines(deviceEngines(s, planner, c, sizes[i], dtype));
+          !engines.empty()) {
+        std::printf("  on device buffers (stream-ordered): %s\n", engines.c_str());
+      }
       // The textbook formulas with uniform links, to explain the simulated numbers.
       bool header = false;
       for (const Row& r : table[i]) {
