@@ -13,6 +13,7 @@
 #include <deque>
 #include <vector>
 
+#include "common/gradient_value.hpp"
 #include "mp/collectives_matrix.hpp"
 #include "mp/rank_check.hpp"
 #include "tern/tern_cuda.h"
@@ -20,13 +21,7 @@
 
 namespace compressed_device_check {
 
-// Values in [-1, 1) that differ per rank, call and element.
-inline float gradient(int rank, int call, size_t i) {
-  uint64_t x = (static_cast<uint64_t>(rank) << 48) ^ (static_cast<uint64_t>(call) << 40) ^ i;
-  x = (x ^ (x >> 31)) * 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ull;
-  return static_cast<float>(static_cast<double>(x >> 40) / static_cast<double>(1ull << 23) - 1.0);
-}
+using tern::testing::gradientValue;
 
 // Exits the process on the first difference; `codecs` is the device codecs' name that ternCommLastAlgorithm must show
 // ("cuda", "host double"), and `algorithm`, when not null, the compressed algorithm both paths must name
@@ -48,7 +43,7 @@ inline void run(ternComm_t comm, collectives_matrix::DeviceMemory& device, const
       void* in = deviceBuffers.emplace_back(device.alloc(bytes));
       void* out = deviceBuffers.emplace_back(device.alloc(bytes));
       for (int call = 0; call < 3; ++call) {
-        for (size_t i = 0; i < count; ++i) hostIn[i] = gradient(rank_check::rank, call, i);
+        for (size_t i = 0; i < count; ++i) hostIn[i] = gradientValue(rank_check::rank, call, i);
         OK(ternAllReduce(hostIn.data(), hostOut.data(), count, ternFloat32, op, comm), comm);
         char ran[128] = {};
         ternCommLastAlgorithm(comm, ran, sizeof ran);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/env.hpp"
+#include "common/gradient_value.hpp"
 #include "common/host_streams.hpp"
 #include "common/stream_calls.hpp"
 #include "kernels/reduce.hpp"
@@ -25,18 +26,10 @@ namespace {
 
 cudaStream_t asStream(HostStream& s) { return reinterpret_cast<cudaStream_t>(&s); }
 
-// Gradient-like values in [-1, 1), different for every rank, call and element.
-float gradient(int rank, int call, size_t i) {
-  uint64_t x = (static_cast<uint64_t>(rank) << 48) ^ (static_cast<uint64_t>(call) << 40) ^ i;
-  x = (x ^ (x >> 31)) * 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ull;
-  return static_cast<float>(static_cast<double>(x >> 40) / static_cast<double>(1ull << 23) - 1.0);
-}
-
 std::vector<char> inputBytes(ternDataType_t dtype, int rank, int call, size_t count) {
   std::vector<char> bytes(count * (dtype == ternFloat32 ? 4 : 2));
   for (size_t i = 0; i < count; ++i) {
-    const float v = gradient(rank, call, i);
+    const float v = gradientValue(rank, call, i);
     if (dtype == ternFloat32) {
       std::memcpy(bytes.data() + 4 * i, &v, 4);
     } else {
