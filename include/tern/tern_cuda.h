@@ -7,8 +7,10 @@
  *
  * Engines: the first stream-ordered call on a communicator is where its ranks agree (before it returns, so every
  * rank must make it) on what runs them: NVIDIA's NCCL for uncompressed collectives and send/receive batches on
- * device buffers when every rank can load it (TERN_DEVICE_ENGINE, TERN_NCCL_LIB), otherwise, and for barriers,
- * staging through pinned host memory over tern's host transports. An allreduce that TERN_COMPRESS compresses runs
+ * device buffers when every rank can load it (TERN_DEVICE_ENGINE, TERN_NCCL_LIB) and the cost model prices it below
+ * staging, otherwise, and for barriers, staging through pinned host memory over tern's host transports. The model
+ * prices each rank's own GPU and links where the rank's thread had its CUDA device current when it created the
+ * communicator (cudaSetDevice before ternCommInitRank, as NCCL asks too); otherwise NCCL runs unpriced. An allreduce that TERN_COMPRESS compresses runs
  * its codecs on the device (encode, decode, error feedback in device memory; only payloads are exchanged) where the
  * library was built with CUDA and every rank has device buffers, else it stages the whole tensors. The ranks agree
  * on that at the first such call of each (count, datatype); a later call of that size must keep device buffers.
