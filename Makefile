@@ -67,7 +67,7 @@ SANITIZE_TESTS ?= ^[A-Z][^.]*[.]|^(shm_trust|security|fuzz_replay)[.]|^(mp|shm|s
 # trust checks and failure paths (a failing rank leaving while peers may touch its buffers included), the security tests, the corpora, 2-rank multi-process runs over TCP and shared
 # memory, the stream-ordered calls' staging (streams are other threads) and the SIGKILL drills: the code where
 # threads, other processes' bytes and teardown meet.
-SANITIZE_CI_TESTS = ^(AbortSafety|ShmTransportTest|ShmFailure|ShmLeave|ShmRegistry|Api|Collectives|Ranks/ShmCollectives|StagedDeviceCallsTest)[.]|^(shm_trust|security|fuzz_replay)[.]|^(mp_tcp_all_n2|shm_mp_all_n2|shm_mp_sigkill_mid_allreduce|mp_tcp_sigkill_mid_allreduce|shm_setup_sigkill_leaves_no_segment|mp_device_emulated_n2)$$
+SANITIZE_CI_TESTS = ^(AbortSafety|ShmTransportTest|ShmFailure|ShmLeave|ShmRegistry|Api|Collectives|Ranks/ShmCollectives|StagedDeviceCallsTest|DeviceCompressedCallsTest|DeviceEngineChoice)[.]|^(shm_trust|security|fuzz_replay)[.]|^(mp_tcp_all_n2|shm_mp_all_n2|shm_mp_sigkill_mid_allreduce|mp_tcp_sigkill_mid_allreduce|shm_setup_sigkill_leaves_no_segment|mp_device_emulated_n2)$$
 SANITIZE_STRESS_LOOPS ?= 1000
 # Tests the TSan build leaves out (a ctest regex; empty in a full run, so every report shows there). Ranks that are
 # threads of one process share one mapping of each shared-memory segment (src/transport/shm/mapped_file.hpp), so
