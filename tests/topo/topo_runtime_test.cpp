@@ -7,10 +7,10 @@
 #include <memory>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/error.hpp"
+#include "common/communicator_threads.hpp"
 #include "core/algo_choice.hpp"
 #include "core/communicator.hpp"
 #include "planner/planner.hpp"
@@ -287,25 +287,7 @@ TEST(TopoCommunicator, EveryRankAssemblesTheSameJob) {
   for (const bool inproc : {false, true}) {
     SCOPED_TRACE(inproc ? "inproc" : "tcp");
     const int n = 3;
-    UniqueIdData id = inproc ? makeInprocUniqueId() : [] {
-      ternUniqueId packed;
-      EXPECT_EQ(ternGetUniqueId(&packed), ternSuccess);
-      return UniqueIdData::unpack(packed);
-    }();
-    std::vector<std::unique_ptr<Communicator>> comms(n);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] {
-        try {
-          CommOptions opts = resolveOptions(nullptr);
-          opts.timeoutMs = 30000;
-          comms[r] = Communicator::create(n, id, r, opts);
-        } catch (const std::exception& e) {
-          ADD_FAILURE() << "rank " << r << ": " << e.what();
-        }
-      });
-    }
-    for (std::thread& t : threads) t.join();
+    std::vector<std::unique_ptr<Communicator>> comms = testing::createCommunicators(n, inproc);
     for (int r = 0; r < n; ++r) ASSERT_NE(comms[r], nullptr);
     const JobTopology& job = comms[0]->jobTopology();
     ASSERT_EQ(job.hosts.size(), 1u);
@@ -323,9 +305,7 @@ TEST(TopoCommunicator, EveryRankAssemblesTheSameJob) {
         EXPECT_GE(job.ranks[r].nic, 0);
       }
     }
-    threads.clear();
-    for (int r = 0; r < n; ++r) threads.emplace_back([&, r] { comms[r].reset(); });
-    for (std::thread& t : threads) t.join();
+    testing::destroyCommunicators(comms);
   }
 }
 

@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/env.hpp"
+#include "common/communicator_threads.hpp"
 #include "common/host_streams.hpp"
 #include "core/algo_choice.hpp"
 #include "core/communicator.hpp"
@@ -133,28 +133,9 @@ TEST(DeviceEngineChoice, RanksDrivingGpusSitOnThemAndHostCallsStayCpuPriced) {
     SCOPED_TRACE(inproc ? "inproc" : "tcp");
     std::vector<double> hostPrediction[2];
     for (const bool onGpus : {true, false}) {
-      UniqueIdData id = inproc ? makeInprocUniqueId() : [] {
-        ternUniqueId packed;
-        EXPECT_EQ(ternGetUniqueId(&packed), ternSuccess);
-        return UniqueIdData::unpack(packed);
-      }();
-      std::vector<std::unique_ptr<Communicator>> comms(n);
-      std::vector<std::thread> threads;
-      threads.reserve(n);
-      for (int r = 0; r < n; ++r) {
-        threads.emplace_back([&, r] {
-          // Rank r drives GPU 2r (as cudaSetDevice would make it current), or none.
-          dev.setCurrentDevice(onGpus ? box.nodes[gpus.at(2 * r)].busId : "");
-          try {
-            CommOptions opts = resolveOptions(nullptr);
-            opts.timeoutMs = 30000;
-            comms[r] = Communicator::create(n, id, r, opts);
-          } catch (const std::exception& e) {
-            ADD_FAILURE() << "rank " << r << ": " << e.what();
-          }
-        });
-      }
-      for (std::thread& t : threads) t.join();
+      // Rank r drives GPU 2r (as cudaSetDevice would make it current), or none.
+      std::vector<std::unique_ptr<Communicator>> comms = createCommunicators(
+          n, inproc, [&](int r) { dev.setCurrentDevice(onGpus ? box.nodes[gpus.at(2 * r)].busId : ""); });
       for (int r = 0; r < n; ++r) ASSERT_NE(comms[r], nullptr);
       for (int r = 0; r < n; ++r) {
         const topo::JobTopology& job = comms[r]->jobTopology();
@@ -169,9 +150,7 @@ TEST(DeviceEngineChoice, RanksDrivingGpusSitOnThemAndHostCallsStayCpuPriced) {
         hostPrediction[onGpus ? 0 : 1].push_back(comms[r]->predictSeconds(args, choice));
         EXPECT_TRUE(comms[r]->ncclRuns(args)) << "rank " << r;  // priced on the GPUs, or the prior without them
       }
-      threads.clear();
-      for (int r = 0; r < n; ++r) threads.emplace_back([&, r] { comms[r].reset(); });
-      for (std::thread& t : threads) t.join();
+      destroyCommunicators(comms);
     }
     EXPECT_EQ(hostPrediction[0], hostPrediction[1]);
   }
