@@ -86,11 +86,8 @@ std::shared_ptr<const planner::Planner> makeCommPlanner(int nranks, const std::v
     std::vector<std::string> ids = hostIds;
     ids.resize(nranks, ids.empty() ? std::string("host") : ids.back());
     job = std::make_shared<const topo::JobTopology>(planner::jobFromHostIds(ids));
-  } else if (std::any_of(job->ranks.begin(), job->ranks.end(),
-                         [](const topo::RankPlacement& p) { return p.gpu >= 0; })) {
-    auto cpuRanks = std::make_shared<topo::JobTopology>(*job);
-    for (topo::RankPlacement& p : cpuRanks->ranks) p.gpu = -1;
-    job = std::move(cpuRanks);
+  } else if (topo::placesGpus(*job)) {
+    job = std::make_shared<const topo::JobTopology>(topo::withCpuRanks(*job));
   }
   config.job = std::move(job);
   config.intra = shmTransport ? planner::IntraTransport::kShm : planner::IntraTransport::kLoopback;
@@ -106,10 +103,7 @@ std::shared_ptr<const planner::Planner> makeCommPlanner(int nranks, const std::v
 }
 
 std::shared_ptr<const planner::Planner> makeDevicePlanner(std::shared_ptr<const topo::JobTopology> job) {
-  if (!job ||
-      std::none_of(job->ranks.begin(), job->ranks.end(), [](const topo::RankPlacement& p) { return p.gpu >= 0; })) {
-    return nullptr;
-  }
+  if (!job || !topo::placesGpus(*job)) return nullptr;
   planner::PlannerConfig config;
   config.job = std::move(job);
   config.intra = planner::IntraTransport::kTopology;

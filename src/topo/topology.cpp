@@ -305,6 +305,15 @@ void validate(const JobTopology& job, const std::string& where) {
   }
 }
 
+bool placesGpus(const JobTopology& job) {
+  return std::any_of(job.ranks.begin(), job.ranks.end(), [](const RankPlacement& p) { return p.gpu >= 0; });
+}
+
+JobTopology withCpuRanks(JobTopology job) {
+  for (RankPlacement& p : job.ranks) p.gpu = -1;
+  return job;
+}
+
 std::string normalizeBusId(std::string_view busId) {
   std::string s(busId);
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -148,6 +148,10 @@ Network deriveNetwork(const std::vector<HostTopology>& hosts);
 // Default placement: one rank per GPU on every host, or one unbound rank per host without GPUs.
 std::vector<RankPlacement> defaultRanks(const std::vector<HostTopology>& hosts);
 
+// Whether any rank of the job drives a GPU; the same job with every rank a CPU rank (what host-memory calls see).
+bool placesGpus(const JobTopology& job);
+JobTopology withCpuRanks(JobTopology job);
+
 // Checks a job for consistency (node ids unique, parents and links in range, placements pointing at a GPU / NUMA node
 // of their host, positive bandwidths); throws Error(ternInvalidArgument, "<where>: <problem>") on the first problem.
 void validate(const JobTopology& job, const std::string& where);

@@ -39,8 +39,7 @@ PlannerConfig Setup::config(int hosts) const {
   c.params = params;
   c.pipelineChunkBytes = chunkBytes;
   // The shared-memory direct collectives compete on one host of CPU ranks over shm.
-  c.directCandidate = intra != IntraTransport::kLoopback && c.job->hosts.size() == 1;
-  for (const topo::RankPlacement& r : c.job->ranks) c.directCandidate &= r.gpu < 0;
+  c.directCandidate = intra != IntraTransport::kLoopback && c.job->hosts.size() == 1 && !topo::placesGpus(*c.job);
   return c;
 }
 

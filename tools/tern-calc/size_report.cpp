@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "algorithms/registry.hpp"
@@ -23,22 +24,23 @@ struct Row {
   std::string label;  // the name shown (compressed rows carry their codec)
 };
 
-// Where the job's ranks drive GPUs, what a stream-ordered call on their device buffers would run
-// (core/device_engine_choice.hpp): NCCL on the GPUs' links against staging through host memory, whose collective is
-// priced as the library's host planner prices it (every rank a CPU, same-host peers over shared memory). Empty for a
-// job of CPU ranks and for collectives NCCL does not run.
-std::vector<DeviceEngineEstimate> deviceEngines(const Setup& s, const Planner& device, Collective c, double bytes,
-                                                ternDataType_t dtype) {
-  bool gpus = false;
-  for (const topo::RankPlacement& r : s.job->ranks) gpus = gpus || r.gpu >= 0;
-  if (!gpus || c == Collective::kBarrier) return {};
+// Where the job's ranks drive GPUs, the planner of their host-memory calls, as the library's (every rank a CPU,
+// same-host peers over shared memory): what staging a device call would run. Null for a job of CPU ranks.
+std::unique_ptr<const Planner> hostPlannerOf(const Setup& s) {
+  if (!topo::placesGpus(*s.job)) return nullptr;
   PlannerConfig hostConfig = s.config();
-  auto cpuRanks = std::make_shared<topo::JobTopology>(*s.job);
-  for (topo::RankPlacement& r : cpuRanks->ranks) r.gpu = -1;
-  hostConfig.job = std::move(cpuRanks);
+  hostConfig.job = std::make_shared<const topo::JobTopology>(topo::withCpuRanks(*s.job));
   hostConfig.intra = IntraTransport::kShm;
-  const Planner host(hostConfig);
-  const std::vector<Estimate> hostRanked = host.rank(c, bytes, dtype);
+  return std::make_unique<const Planner>(hostConfig);
+}
+
+// What a stream-ordered call on the GPU ranks' device buffers would run (core/device_engine_choice.hpp): NCCL on the
+// GPUs' links against staging through host memory. Empty for a job of CPU ranks (no host planner) and for
+// collectives NCCL does not run.
+std::vector<DeviceEngineEstimate> deviceEngines(const Setup& s, const Planner& device, const Planner* host,
+                                                Collective c, double bytes, ternDataType_t dtype) {
+  if (host == nullptr || c == Collective::kBarrier) return {};
+  const std::vector<Estimate> hostRanked = host->rank(c, bytes, dtype);
   if (hostRanked.empty() || !hostRanked.front().error.empty()) return {};
   const int p = device.nranks();
   return rankDeviceEngines(argsForBytes(c, bytes, p, dtype), p, *s.job, &device, hostRanked.front().algorithm,
@@ -160,6 +162,7 @@ int runSizeReport(const Options& o, const Setup& s) {
     names = planner.candidates(c);
   }
   const int p = planner.nranks();
+  const std::unique_ptr<const Planner> hostPlanner = hostPlannerOf(s);
   std::vector<std::vector<Row>> table;
   std::vector<std::string> best;
   for (double bytes : sizes) {
@@ -211,7 +214,8 @@ int runSizeReport(const Options& o, const Setup& s) {
       }
       nlohmann::ordered_json entry = {
           {"bytes", sizes[i]}, {"size", formatBytes(sizes[i])}, {"best", best[i]}, {"algorithms", algos}};
-      const std::vector<DeviceEngineEstimate> engines = deviceEngines(s, planner, c, sizes[i], dtype);
+      const std::vector<DeviceEngineEstimate> engines =
+          deviceEngines(s, planner, hostPlanner.get(), c, sizes[i], dtype);
       if (!engines.empty()) {
         nlohmann::ordered_json ej = nlohmann::ordered_json::array();
         for (const DeviceEngineEstimate& e : engines) {
@@ -250,7 +254,7 @@ int runSizeReport(const Options& o, const Setup& s) {
       }
       std::printf("%s", t.str().c_str());
       if (!best[i].empty()) std::printf("  selected: %s\n", best[i].c_str());
-      if (const std::string engines = describeEngines(deviceEngines(s, planner, c, sizes[i], dtype));
+      if (const std::string engines = describeEngines(deviceEngines(s, planner, hostPlanner.get(), c, sizes[i], dtype));
           !engines.empty()) {
         std::printf("  on device buffers (stream-ordered): %s\n", engines.c_str());
       }
