@@ -193,24 +193,9 @@ void checkDeviceBuffers(DeviceStreams& streams, const Operation& op, Communicato
   }
 }
 
-// TERN_COMPRESS on a stream-ordered allreduce: with the codecs on the device where every rank has them and device
-// buffers, and compression pays (Communicator::deviceCompressor); true when it was enqueued so.
-bool compressOnDevice(Communicator& c, DeviceStreams& streams, const Operation& op, void* stream) {
-  if (!op.implicitCompression || op.args.coll != Collective::kAllReduce) return false;
-  compress::DeviceCodecs* codecs = streams.codecsFor(stream);
-  const bool onDevice = codecs != nullptr && streams.isDeviceMemory(op.output) && streams.isDeviceMemory(op.input);
-  bool hierarchical = false;
-  Compressor* compressor = c.deviceCompressor(op.args, op.output, onDevice, &hierarchical);
-  if (compressor == nullptr || codecs == nullptr) return false;
-  NcclDeviceEngine* nccl = c.ncclEngine(streams);  // carries the payloads where it runs the device calls
-  const char* algorithm = c.deviceCompressedCalls(streams, *codecs)
-                              .allReduce(c, c.stagedDeviceCalls(streams), nccl, op, *compressor,
-                                         hierarchical ? &c.hostOf() : nullptr, stream);
-  c.noteAlgorithm(std::string(algorithm) + " (" + compressor->codec->spec() + ", " + codecs->name() + ")");
-  return true;
-}
-
-// Stages op's device buffers and enqueues it on the stream (core/staged_device_calls.hpp), or hands it to NCCL.
+// Stages op's device buffers and enqueues it on the stream (core/staged_device_calls.hpp), hands it to NCCL, or
+// compresses it with the codecs on the device (TERN_COMPRESS on an allreduce): as the ranks agreed for its shape
+// (Communicator::devicePlan).
 ternResult_t launchOnStream(Communicator& c, const std::shared_ptr<Operation>& op, void* stream) {
   const char* what = collectiveName(op->args.coll);
   std::string why;
@@ -224,10 +209,21 @@ ternResult_t launchOnStream(Communicator& c, const std::shared_ptr<Operation>& o
     Communicator& c;
     ~Exit() { c.exitCall(); }
   } exitGuard{c};
-  if (compressOnDevice(c, *streams, *op, stream)) return ternSuccess;
-  // NCCL for what it runs (uncompressed collectives and batches on device buffers), staging for the rest.
-  if (NcclDeviceEngine* nccl = c.ncclEngine(*streams);
-      nccl != nullptr && NcclDeviceEngine::runs(*op) && c.ncclRuns(op->args)) {
+  NcclDeviceEngine* nccl = c.ncclEngine(*streams);  // also carries compressed calls' payloads where it is up
+  const bool compressible = op->implicitCompression && op->args.coll == Collective::kAllReduce;
+  compress::DeviceCodecs* codecs = compressible ? streams->codecsFor(stream) : nullptr;
+  const bool onDevice = codecs != nullptr && streams->isDeviceMemory(op->output) && streams->isDeviceMemory(op->input);
+  const Communicator::DevicePlan plan =
+      c.devicePlan(op->args, compressible, onDevice, nccl != nullptr && NcclDeviceEngine::runs(*op));
+  if (plan.compress) {
+    Compressor* compressor = c.deviceCompressor(op->args, op->output, onDevice);
+    const char* algorithm = c.deviceCompressedCalls(*streams, *codecs)
+                                .allReduce(c, c.stagedDeviceCalls(*streams), nccl, *op, *compressor,
+                                           plan.hierarchical ? &c.hostOf() : nullptr, stream);
+    c.noteAlgorithm(std::string(algorithm) + " (" + compressor->codec->spec() + ", " + codecs->name() + ")");
+    return ternSuccess;
+  }
+  if (plan.nccl) {
     checkDeviceBuffers(*streams, *op, c, what);
     nccl->launch(*op, stream);
     c.noteAlgorithm("nccl");

@@ -156,6 +156,7 @@ std::unique_ptr<Communicator> Communicator::create(int nranks, const UniqueIdDat
   if (planner::processCostParams().find(planner::ModelLink::kNetwork) == nullptr) {
     c->learning_ = NetworkLearning(knobs().learnCalls, static_cast<double>(knobs().learnMinBytes));
   }
+  c->modelSettled_ = !c->multiHost_ || !c->learning_.enabled();  // one host: no call is timed (learning_.wants)
   int version = TERN_VERSION_CODE;
   TERN_LOG(kInfo, kInit, rank, "tern %d.%d.%d: communicator %s rank %d of %d ready, transport %s", version / 10000,
            version / 100 % 100, version % 100, opts.name.empty() ? "" : opts.name.c_str(), rank, nranks,
@@ -619,7 +620,8 @@ std::string Communicator::compressedAlgorithmFor(const CollArgs& args, const std
 bool Communicator::compressHierFor(const CollArgs& args, const compress::Codec& codec, bool onDevice) {
   if (!compressedHierApplies(args, codec, hostOf_, nranks_)) return false;
   if (knobs().compressHier >= 0) return knobs().compressHier == 1;  // TERN_COMPRESS_HIER forces a form
-  const auto planner = onDevice && devicePlanner_ ? devicePlanner_ : currentPlanner();
+  const auto devicePlanner = onDevice ? currentDevicePlanner() : nullptr;
+  const auto planner = devicePlanner ? devicePlanner : currentPlanner();
   if (!planner) return false;
   // The cost model prices both forms: hier sends fewer bytes between nodes and pays an uncompressed reduce-scatter
   // and allgather inside them, a good trade when the links inside a node are much faster than the network.
@@ -689,8 +691,9 @@ Compressor* Communicator::defaultCompressor(const void* key, size_t count, ternD
 }
 
 bool Communicator::compressionPays(const CollArgs& args, const std::string& codecSpec, bool onDevice) {
-  onDevice = onDevice && devicePlanner_ != nullptr;  // no GPU in the job: priced as the host path, as before
-  const auto planner = onDevice ? devicePlanner_ : currentPlanner();
+  const auto devicePlanner = onDevice ? currentDevicePlanner() : nullptr;
+  onDevice = devicePlanner != nullptr;  // no GPU in the job: priced as the host path, as before
+  const auto planner = onDevice ? devicePlanner : currentPlanner();
   if (knobs().compressAlways || !planner) return true;
   const auto key = std::make_pair(args.count, static_cast<int>(args.dtype));
   if (!onDevice) {
@@ -710,7 +713,7 @@ bool Communicator::compressionPays(const CollArgs& args, const std::string& code
   if (onDevice) {
     // Uncompressed, the call would run on the cheaper device engine.
     const DeviceEngineEstimate best =
-        rankDeviceEngines(args, nranks_, *job_, devicePlanner_.get(), plain.name, plainSeconds).front();
+        rankDeviceEngines(args, nranks_, *job_, devicePlanner.get(), plain.name, plainSeconds).front();
     plainName = best.engine + " (" + best.algorithm + ")";
     plainSeconds = std::max(best.seconds, 0.0);
   }
@@ -748,6 +751,11 @@ std::shared_ptr<const planner::Planner> Communicator::currentPlanner() const {
   return planner_;
 }
 
+std::shared_ptr<const planner::Planner> Communicator::currentDevicePlanner() const {
+  std::lock_guard<std::mutex> lock(plannerMutex_);
+  return devicePlanner_;
+}
+
 void Communicator::recordTimedCall(const CollArgs& args, const std::string& algorithm, double seconds) {
   if (!learning_.record(args, algorithm, seconds)) return;
   // Every rank counts the same calls, so all of them are here, at the same call: agree on the times.
@@ -764,19 +772,30 @@ void Communicator::recordTimedCall(const CollArgs& args, const std::string& algo
   const std::optional<planner::LearnedNetwork> learned = learning_.learn(before->config(), agreed);
   if (!learned) {
     TERN_LOG(kInfo, kTune, rank_, "learned nothing about the network from %zu timed calls; the model stays", n);
+    modelSettled_ = true;
     return;
   }
   planner::PlannerConfig config = before->config();
   config.params = planner::withLearnedNetwork(config.params, *learned);
   auto after = std::make_shared<const planner::Planner>(config);
+  // Device calls cross the same network: their model learns it too (the device engines' decisions follow through
+  // devicePlan's votes).
+  std::shared_ptr<const planner::Planner> deviceAfter;
+  if (const auto device = currentDevicePlanner()) {
+    planner::PlannerConfig deviceConfig = device->config();
+    deviceConfig.params = planner::withLearnedNetwork(deviceConfig.params, *learned);
+    deviceAfter = std::make_shared<const planner::Planner>(std::move(deviceConfig));
+  }
   const planner::LinkCost was = before->links().classCost(planner::ModelLink::kNetwork);
   const planner::LinkCost now = learned->network.cost;
   {
     std::scoped_lock lock(plannerMutex_, choiceMutex_);
     planner_ = after;
+    if (deviceAfter) devicePlanner_ = deviceAfter;
     choiceCache_.clear();
     lastChoice_ = nullptr;
   }
+  modelSettled_ = true;
   {
     std::lock_guard<std::mutex> lock(compressMutex_);
     compressionPays_.clear();

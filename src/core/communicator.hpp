@@ -107,20 +107,37 @@ class Communicator {
   // Decided collectively at the first stream-ordered call (every rank makes it at the same point of the call order):
   // TERN_DEVICE_ENGINE, and whether every rank can load NCCL; then the NCCL communicator is made.
   NcclDeviceEngine* ncclEngine(const DeviceStreams& streams);
-  // Whether NCCL (where ncclEngine made one) or staging runs an uncompressed stream-ordered call of args: the cheaper
-  // engine by the cost model (core/device_engine_choice.hpp), or the one TERN_DEVICE_ENGINE names. Every rank
-  // decides alike; decided once per call shape, and logged (TERN_DEBUG=INFO, subsystem TUNE) with both estimates.
-  bool ncclRuns(const CollArgs& args);
+  // This rank's model's answer to "NCCL or staging" for an uncompressed stream-ordered call of args: the cheaper
+  // engine by the cost model (core/device_engine_choice.hpp), logged (TERN_DEBUG=INFO, subsystem TUNE) with both
+  // estimates. Where no rank's GPU is in the job topology NCCL is unpriced and preferred. Decides nothing alone:
+  // devicePlan makes the ranks agree.
+  bool ncclPreferred(const CollArgs& args);
   // Compressed allreduces on device buffers with the codecs on the device (core/device_compressed_calls.hpp), made
   // on first use.
   DeviceCompressedCalls& deviceCompressedCalls(DeviceStreams& streams, compress::DeviceCodecs& codecs);
-  // The compressor for a stream-ordered allreduce that TERN_COMPRESS may compress (mayCompressImplicitly) when its
-  // codecs run on the device, or nullptr to leave it to the staged path; *hierarchical says whether the
-  // hierarchical form runs (compressHierFor). Every rank decides alike: at the first such call of each (count, dtype)
-  // the ranks agree (an all-gather, in call order) that each has device codecs and device buffers (`onDevice`) and
-  // that compression pays, and on the form; later calls of that size keep the answer, and one that then brings host
-  // buffers is refused (ternInvalidUsage) rather than run differently from its peers.
-  Compressor* deviceCompressor(const CollArgs& args, void* recvbuff, bool onDevice, bool* hierarchical);
+  // How a stream-ordered call runs, as every rank agreed.
+  struct DevicePlan {
+    bool compress = false;      // TERN_COMPRESS compresses it with the codecs on the device
+    bool hierarchical = false;  // ... in the hierarchical form (compressHierFor)
+    bool nccl = false;          // uncompressed, NCCL runs it (else staging through pinned memory)
+  };
+  // The plan of a stream-ordered call of args. compressible: TERN_COMPRESS may compress it (an allreduce that
+  // mayCompressImplicitly allows); codecsOnDevice: this rank has device codecs for the call's stream and its buffers
+  // are device memory; ncclUp: ncclEngine made an NCCL communicator that runs this kind of call.
+  //
+  // Where the answer needs the cost model (compression, or the engine where TERN_DEVICE_ENGINE leaves it to the
+  // model and the job places GPUs), the ranks vote by one all-gather in call order at the first call of each shape
+  // (collective, count, dtype, in place): compression where every rank would compress, the engine of rank 0's model.
+  // A vote is needed because these calls are decided on the caller's thread while the model may change on the
+  // communicator's thread (recordTimedCall): two ranks could otherwise price the same call with different models.
+  // While any rank is still learning the network, the shape votes again at its 16th, 32nd, 64th ... call, so that
+  // the learned model takes over; once every rank's model is settled, the plan is final. A later call of a shape
+  // agreed to compress that brings host buffers is refused (ternInvalidUsage) rather than run differently from its
+  // peers.
+  DevicePlan devicePlan(const CollArgs& args, bool compressible, bool codecsOnDevice, bool ncclUp);
+  // The error-feedback compressor of a stream-ordered allreduce the ranks agreed to compress on the device
+  // (devicePlan), keyed by its output buffer; refuses host buffers (onDevice false).
+  Compressor* deviceCompressor(const CollArgs& args, void* recvbuff, bool onDevice);
   // The host index of every rank (empty on one host), fixed at creation.
   const std::vector<int>& hostOf() const { return hostOf_; }
   // What ran the last call (ternCommLastAlgorithm).
@@ -142,7 +159,7 @@ class Communicator {
   // beats the uncompressed algorithm it would run, or TERN_COMPRESS_WHEN=always. Decided once per (count, dtype);
   // every rank decides the same, from the same model (decisions are dropped when the model learns the network).
   // onDevice: for a call on device buffers, priced on the GPUs' links against the device engine that would run it
-  // (not cached here: deviceCompressor keeps its own decision).
+  // (not cached here: devicePlan keeps the agreed decision).
   bool compressionPays(const CollArgs& args, const std::string& codecSpec, bool onDevice = false);
   // Whether TERN_COMPRESS may compress a plain allreduce of args (a float sum/avg allreduce above
   // TERN_COMPRESS_MIN_BYTES on several ranks); checked when the call is made, where a bad TERN_COMPRESS throws
@@ -205,6 +222,8 @@ class Communicator {
   void recordTimedCall(const CollArgs& args, const std::string& algorithm, double seconds);
   // The cost model in force (it changes once, when the network has been learned); null for one rank.
   std::shared_ptr<const planner::Planner> currentPlanner() const;
+  // The same for device buffers: null where the job places no rank on a GPU.
+  std::shared_ptr<const planner::Planner> currentDevicePlanner() const;
   void* scratch(size_t bytes);
   // op's buffers as the executor takes them (sizes from the call's shape, memory kinds classified) with scratch
   // for schedule.
@@ -240,14 +259,22 @@ class Communicator {
   bool deviceEngineDecided_ = false;
   std::unique_ptr<NcclDeviceEngine> nccl_;
   std::unique_ptr<DeviceCompressedCalls> deviceCompressed_;
-  std::mutex deviceCompressMutex_;  // the device codecs' decisions, one at a time
-  // (count, dtype) -> what the ranks agreed (deviceCompressor): compress on the device, and in the hierarchical form
-  std::map<std::pair<size_t, int>, std::pair<bool, bool>> deviceCompress_;
   // The cost model of calls on device buffers: the planner over the job's GPU placements (the host planner prices
-  // every rank as a CPU), made at init; nullptr when the job places no rank on a GPU.
+  // every rank as a CPU), made at init and renewed with the learned network; nullptr when the job places no rank on
+  // a GPU. Under plannerMutex_ (currentDevicePlanner).
   std::shared_ptr<const planner::Planner> devicePlanner_;
-  std::mutex deviceEngineMutex_;                                      // deviceEngines_
-  std::map<std::tuple<int, size_t, int, bool>, bool> deviceEngines_;  // (collective, count, dtype, in place) -> NCCL
+  // Whether this rank's models will not change any more: one host, learning off or replaced by a tune file, or the
+  // network learned (or given up on). Set on the communicator's thread, read by devicePlan's vote.
+  std::atomic<bool> modelSettled_{false};
+  struct AgreedDevicePlan {
+    DevicePlan plan;
+    bool final = false;      // every rank's model was settled when it was agreed
+    uint64_t calls = 0;      // calls of the shape so far
+    uint64_t voteAgain = 0;  // the call at which a plan that is not final is voted again
+  };
+  std::mutex devicePlanMutex_;  // devicePlans_; held across a vote, so one decision at a time
+  // (collective, count, dtype, in place) -> the plan
+  std::map<std::tuple<int, size_t, int, bool>, AgreedDevicePlan> devicePlans_;
   ternResult_t deviceAsyncError();
   void abortDeviceEngines();
 

@@ -42,29 +42,7 @@ DeviceCompressedCalls& Communicator::deviceCompressedCalls(DeviceStreams& stream
   return *deviceCompressed_;
 }
 
-Compressor* Communicator::deviceCompressor(const CollArgs& args, void* recvbuff, bool onDevice, bool* hierarchical) {
-  std::lock_guard<std::mutex> lock(deviceCompressMutex_);
-  const auto key = std::make_pair(args.count, static_cast<int>(args.dtype));
-  auto it = deviceCompress_.find(key);
-  if (it == deviceCompress_.end()) {
-    // Bit 0: this rank can and would compress on the device; bit 1: it would take the hierarchical form.
-    uint8_t mine = 0;
-    if (onDevice && compressionPays(args, options_.compress, true)) {
-      mine = 1;
-      if (compressHierFor(args, *compress::makeCodec(options_.compress), true)) mine |= 2;
-    }
-    std::vector<uint8_t> all(static_cast<size_t>(nranks_));
-    runBlocking(newOperation(Collective::kAllGather, &mine, all.data(), 1, ternUint8, ternSum, 0));
-    const bool agreed = std::all_of(all.begin(), all.end(), [](uint8_t v) { return (v & 1) != 0; });
-    const bool hier = agreed && std::all_of(all.begin(), all.end(), [](uint8_t v) { return (v & 2) != 0; });
-    TERN_LOG(kInfo, kCompress, rank_, "stream-ordered allreduce count %zu %s: %s", args.count, dataTypeName(args.dtype),
-             agreed ? (hier ? "compressed with the codecs on the device, hierarchical form"
-                            : "compressed with the codecs on the device")
-                    : "not on the device codecs (a rank has none, host buffers, or compression does not pay there)");
-    it = deviceCompress_.emplace(key, std::make_pair(agreed, hier)).first;
-  }
-  *hierarchical = it->second.second;
-  if (!it->second.first) return nullptr;
+Compressor* Communicator::deviceCompressor(const CollArgs& args, void* recvbuff, bool onDevice) {
   if (!onDevice) {
     throwError(ternInvalidUsage,
                "rank %d: stream-ordered allreduce of %zu %s: the ranks agreed at the first call of this size to "
@@ -73,6 +51,72 @@ Compressor* Communicator::deviceCompressor(const CollArgs& args, void* recvbuff,
                rank_, args.count, dataTypeName(args.dtype));
   }
   return defaultCompressor(recvbuff, args.count, args.dtype);
+}
+
+namespace {
+
+// A rank's vote on a stream-ordered call's plan (Communicator::devicePlan).
+enum DeviceVote : uint8_t {
+  kWouldCompress = 1,      // it has device codecs and device buffers, and compression pays by its model
+  kWouldCompressHier = 2,  // ... in the hierarchical form
+  kPrefersNccl = 4,        // its model prices NCCL below staging
+  kModelSettled = 8,       // its model will not change any more
+};
+
+}  // namespace
+
+Communicator::DevicePlan Communicator::devicePlan(const CollArgs& args, bool compressible, bool codecsOnDevice,
+                                                  bool ncclUp) {
+  std::lock_guard<std::mutex> lock(devicePlanMutex_);
+  const auto key = std::make_tuple(static_cast<int>(args.coll), args.count, static_cast<int>(args.dtype), args.inPlace);
+  auto it = devicePlans_.find(key);
+  if (it != devicePlans_.end()) {
+    AgreedDevicePlan& known = it->second;
+    ++known.calls;
+    if (known.final || known.calls < known.voteAgain) return known.plan;
+  }
+  // The engine is the model's to pick where NCCL is up, TERN_DEVICE_ENGINE leaves it open, the job places GPUs
+  // (elsewhere NCCL is unpriced and runs: NVIDIA's library on its own hardware is the prior), and the call has a
+  // catalogue entry (batches of sends and receives, alltoallv included, run where NCCL runs).
+  const bool enginePriced = ncclUp && knobs().deviceEngine.empty() && currentDevicePlanner() != nullptr &&
+                            args.coll != Collective::kPointToPoint && args.coll != Collective::kAlltoAllv;
+  AgreedDevicePlan agreed;
+  if (!compressible && !enginePriced) {
+    agreed.plan.nccl = ncclUp;  // every rank knows this alike: no vote
+    agreed.final = true;
+  } else {
+    uint8_t mine = modelSettled_ ? kModelSettled : 0;
+    if (compressible && codecsOnDevice && compressionPays(args, options_.compress, true)) {
+      mine |= kWouldCompress;
+      if (compressHierFor(args, *compress::makeCodec(options_.compress), true)) mine |= kWouldCompressHier;
+    }
+    if (enginePriced && ncclPreferred(args)) mine |= kPrefersNccl;
+    std::vector<uint8_t> all(static_cast<size_t>(nranks_));
+    runBlocking(newOperation(Collective::kAllGather, &mine, all.data(), 1, ternUint8, ternSum, 0));
+    auto every = [&all](uint8_t bit) {
+      return std::all_of(all.begin(), all.end(), [bit](uint8_t v) { return (v & bit) != 0; });
+    };
+    agreed.plan.compress = every(kWouldCompress);
+    agreed.plan.hierarchical = agreed.plan.compress && every(kWouldCompressHier);
+    agreed.plan.nccl = ncclUp && (!enginePriced || (all[0] & kPrefersNccl) != 0);
+    agreed.final = every(kModelSettled);
+    TERN_LOG(kInfo, kTune, rank_, "stream-ordered %s count %zu %s%s: %s%s", collectiveName(args.coll), args.count,
+             dataTypeName(args.dtype), args.inPlace ? " in place" : "",
+             agreed.plan.compress
+                 ? (agreed.plan.hierarchical ? "compressed with the codecs on the device, hierarchical form"
+                                             : "compressed with the codecs on the device")
+                 : (agreed.plan.nccl ? "nccl" : "staged"),
+             agreed.final ? "" : " (voted again later: a rank's model is still learning the network)");
+  }
+  agreed.calls = it != devicePlans_.end() ? it->second.calls : 1;
+  agreed.voteAgain = std::max<uint64_t>(16, 2 * agreed.calls);
+  if (it != devicePlans_.end()) {
+    it->second = agreed;
+  } else {
+    if (devicePlans_.size() > 512) devicePlans_.clear();  // every rank clears at the same call: the same shapes
+    devicePlans_.emplace(key, agreed);
+  }
+  return agreed.plan;
 }
 
 namespace {
@@ -143,24 +187,13 @@ NcclDeviceEngine* Communicator::ncclEngine(const DeviceStreams& streams) {
   return nccl_.get();
 }
 
-bool Communicator::ncclRuns(const CollArgs& args) {
-  const std::string& mode = knobs().deviceEngine;
-  if (mode == "nccl") return true;
-  if (mode == "staged") return false;
-  // Batches of sends and receives (alltoallv too) have no catalogue entry to price: NCCL runs them where it runs.
-  if (args.coll == Collective::kPointToPoint || args.coll == Collective::kAlltoAllv) return true;
-  const auto key = std::make_tuple(static_cast<int>(args.coll), args.count, static_cast<int>(args.dtype), args.inPlace);
-  {
-    std::lock_guard<std::mutex> lock(deviceEngineMutex_);
-    if (auto it = deviceEngines_.find(key); it != deviceEngines_.end()) return it->second;
-  }
+bool Communicator::ncclPreferred(const CollArgs& args) {
   const Choice host = choose(args);
   const std::vector<DeviceEngineEstimate> ranked =
-      rankDeviceEngines(args, nranks_, *job_, devicePlanner_.get(), host.name, predictSeconds(args, host));
-  // Unpriced NCCL (no GPU in the job) still runs: NVIDIA's library on its own hardware is the prior.
+      rankDeviceEngines(args, nranks_, *job_, currentDevicePlanner().get(), host.name, predictSeconds(args, host));
   const DeviceEngineEstimate& nccl = ranked[0].engine == "nccl" ? ranked[0] : ranked[1];
   const DeviceEngineEstimate& staged = ranked[0].engine == "staged" ? ranked[0] : ranked[1];
-  const bool useNccl = nccl.seconds < 0 || ranked[0].engine == "nccl";
+  const bool prefersNccl = nccl.seconds < 0 || ranked[0].engine == "nccl";
   auto describe = [](const DeviceEngineEstimate& e) {
     return e.seconds < 0
                ? e.engine + " not priced (no rank's GPU is in the job topology)"
@@ -168,11 +201,8 @@ bool Communicator::ncclRuns(const CollArgs& args) {
   };
   TERN_LOG(kInfo, kTune, rank_, "stream-ordered %s count %zu %s on device buffers: %s, %s -> %s",
            collectiveName(args.coll), args.count, dataTypeName(args.dtype), describe(nccl).c_str(),
-           describe(staged).c_str(), useNccl ? "nccl" : "staged");
-  std::lock_guard<std::mutex> lock(deviceEngineMutex_);
-  if (deviceEngines_.size() > 512) deviceEngines_.clear();
-  deviceEngines_.emplace(key, useNccl);
-  return useNccl;
+           describe(staged).c_str(), prefersNccl ? "nccl" : "staged");
+  return prefersNccl;
 }
 
 ternResult_t Communicator::deviceAsyncError() {

@@ -1,6 +1,6 @@
 // Compressed allreduce on device buffers with the codecs on the device (compress/device_codecs.hpp): only payloads
-// (and, in the hierarchical form, the slices that stay inside a node) leave the GPU. The same layout and steps as the host schedules of algorithms/compressed.hpp, so the same bits for
-// the same inputs, seed and step:
+// (and, in the hierarchical form, the slices that stay inside a node) leave the GPU. The same layout and steps as the
+// host schedules of algorithms/compressed.hpp, so the same bits for the same inputs, seed and step:
 //  - dense codecs, the two-phase allreduce in pieces: per piece, encode every chunk (worker error feedback) on the
 //    stream -> exchange the payloads (an all-to-all) -> decode and sum this rank's chunk in rank order, divide for
 //    avg, re-encode the sum (server error feedback) -> exchange (an all-gather) -> decode every chunk (and cast to a

@@ -32,6 +32,8 @@ class NetworkLearning {
   std::optional<planner::LearnedNetwork> learn(const planner::PlannerConfig& config,
                                                const std::vector<double>& agreedTimes);
   bool finished() const { return finished_; }
+  // Whether it learns at all (a number of calls to learn from was given).
+  bool enabled() const { return calls_ > 0; }
 
  private:
   int calls_;

@@ -5,6 +5,7 @@
 // tests/mp/device_check.cpp on the emulated device (the CPU codecs posing as the device's).
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstdio>
@@ -69,6 +70,58 @@ inline void run(ternComm_t comm, collectives_matrix::DeviceMemory& device, const
   for (void* p : deviceBuffers) device.release(p);
   std::printf("rank %d: TERN_COMPRESS=%s on device buffers, %s codecs == host path, bit for bit\n", rank_check::rank,
               codec, codecs);
+}
+
+// The ranks' plans follow what the model learns (Communicator::devicePlan): two ranks on two nodes joined by a slow
+// link, TERN_COMPRESS=bf16 and TERN_LEARN_CALLS=`learnCalls`, no tune file. Allreduces of 4 MiB whose sums bf16
+// cannot carry exactly: first `hostCalls` on host buffers, then stream-ordered ones on device buffers. Where the
+// model starts at the NICs' line rate every call is exact until the communicator has timed `learnCalls`
+// uncompressed calls and learned the link, and compressed after that: on the host path (the staged call's host
+// collective) until the shape's plan is voted again, with the codecs on the device from its call `deviceFrom` on.
+// Two ranks: one fp32 addition per element, so an uncompressed result equals the sum computed here.
+inline void learn(ternComm_t comm, collectives_matrix::DeviceMemory& device, int learnCalls, int deviceFrom,
+                  int hostCalls) {
+  CHECK(rank_check::nranks == 2, "learn needs 2 ranks, not %d", rank_check::nranks);
+  const size_t count = size_t{1} << 20;
+  const size_t bytes = count * sizeof(float);
+  auto fraction = [](size_t i, int rank) {
+    return 1.0f + static_cast<float>((i * 13 + static_cast<size_t>(rank) * 5) % 97) / 1024.0f;
+  };
+  std::vector<float> in(count), got(count), want(count);
+  for (size_t i = 0; i < count; ++i) {
+    in[i] = fraction(i, rank_check::rank);
+    want[i] = fraction(i, 0) + fraction(i, 1);
+  }
+  void* din = device.alloc(bytes);
+  void* dout = device.alloc(bytes);
+  const int deviceCalls = std::max(deviceFrom, learnCalls - hostCalls + 1) + 4;
+  for (int call = 1; call <= hostCalls + deviceCalls; ++call) {
+    const bool onDevice = call > hostCalls;
+    if (onDevice) {
+      device.upload(din, in.data(), bytes);
+      OK(ternAllReduceOnStream(din, dout, count, ternFloat32, ternSum, comm, device.stream()), comm);
+      device.synchronize();
+      device.download(got.data(), dout, bytes);
+    } else {
+      OK(ternAllReduce(in.data(), got.data(), count, ternFloat32, ternSum, comm), comm);
+    }
+    char ran[128] = {};
+    ternCommLastAlgorithm(comm, ran, sizeof ran);
+    size_t differ = 0;
+    for (size_t i = 0; i < count; ++i) differ += got[i] != want[i] ? 1 : 0;
+    const bool compressed = differ > count / 4;
+    CHECK(compressed == (call > learnCalls),
+          "call %d (TERN_LEARN_CALLS=%d): %zu of %zu elements differ from the exact sum: expected %s", call, learnCalls,
+          differ, count, call > learnCalls ? "compressed" : "exact");
+    const bool deviceCodecs = std::strstr(ran, "host double") != nullptr;
+    CHECK(deviceCodecs == (onDevice && call - hostCalls >= deviceFrom),
+          "call %d (device call %d): %s ran, expected the codecs on the device from device call %d", call,
+          call - hostCalls, ran, deviceFrom);
+    std::printf("rank %d: %s call %d %s (%zu of %zu elements differ), %s\n", rank_check::rank,
+                onDevice ? "device" : "host", call, compressed ? "compressed" : "exact", differ, count, ran);
+  }
+  device.release(din);
+  device.release(dout);
 }
 
 }  // namespace compressed_device_check

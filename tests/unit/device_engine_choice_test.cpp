@@ -8,8 +8,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/env.hpp"
@@ -114,12 +116,24 @@ TEST(DeviceEngineChoice, TheCheaperEngineWins) {
   EXPECT_LT(ranked[1].seconds, 0);
 }
 
+// fn(rank) on a thread per rank, all at once (a vote is an all-gather).
+void onEveryRank(int n, const std::function<void(int)>& fn) {
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) threads.emplace_back(fn, r);
+  for (std::thread& t : threads) t.join();
+}
+
 // Ranks whose threads have a current CUDA device (the double's setCurrentDevice) sit on that GPU in every rank's
-// job; the host-memory calls of those communicators are priced exactly as those of ranks without a GPU.
+// job; the host-memory calls of those communicators are priced exactly as those of ranks without a GPU. The plans
+// of their stream-ordered calls are the same on every rank: compression only where every rank can compress on the
+// device, NCCL where the model prices it below staging.
 TEST(DeviceEngineChoice, RanksDrivingGpusSitOnThemAndHostCallsStayCpuPriced) {
   const std::string file = referenceTopology("dgx-h100.json");
   setenv("TERN_TOPO_FILE", file.c_str(), 1);
-  if (knobs().topoFile != file) {
+  setenv("TERN_COMPRESS", "bf16", 1);
+  setenv("TERN_COMPRESS_WHEN", "always", 1);
+  if (knobs().topoFile != file || !knobs().compressAlways) {
     GTEST_SKIP() << "the knobs were read before TERN_TOPO_FILE was set: run this test in a process of its own "
                     "(ctest does)";
   }
@@ -148,7 +162,26 @@ TEST(DeviceEngineChoice, RanksDrivingGpusSitOnThemAndHostCallsStayCpuPriced) {
       for (int r = 0; r < n; ++r) {
         const Choice choice = comms[r]->choose(args);
         hostPrediction[onGpus ? 0 : 1].push_back(comms[r]->predictSeconds(args, choice));
-        EXPECT_TRUE(comms[r]->ncclRuns(args)) << "rank " << r;  // priced on the GPUs, or the prior without them
+        EXPECT_TRUE(comms[r]->ncclPreferred(args)) << "rank " << r;  // priced on the GPUs, or the prior without them
+        // Nothing to vote on: NCCL is down, and the call is not one TERN_COMPRESS compresses.
+        const Communicator::DevicePlan plain = comms[r]->devicePlan(allReduceOf(2 << 20, n), false, false, false);
+        EXPECT_FALSE(plain.nccl || plain.compress) << "rank " << r;
+      }
+      // Votes, every rank at once, twice per shape (the second call keeps the first's plan).
+      std::vector<Communicator::DevicePlan> planned(2 * n);
+      CollArgs other = allReduceOf(1 << 20, n);
+      onEveryRank(n, [&](int r) {
+        for (int call = 0; call < 2; ++call) {
+          // Rank 1 has no device codecs for this call: nobody compresses it.
+          planned[r] = comms[r]->devicePlan(args, true, r != 1, true);
+          planned[n + r] = comms[r]->devicePlan(other, true, true, true);
+        }
+      });
+      for (int r = 0; r < n; ++r) {
+        EXPECT_FALSE(planned[r].compress) << "rank " << r;
+        EXPECT_TRUE(planned[r].nccl) << "rank " << r;
+        EXPECT_TRUE(planned[n + r].compress) << "rank " << r;       // TERN_COMPRESS_WHEN=always, codecs everywhere
+        EXPECT_FALSE(planned[n + r].hierarchical) << "rank " << r;  // one host
       }
       destroyCommunicators(comms);
     }
