@@ -210,7 +210,8 @@ ternResult_t launchOnStream(Communicator& c, const std::shared_ptr<Operation>& o
     ~Exit() { c.exitCall(); }
   } exitGuard{c};
   NcclDeviceEngine* nccl = c.ncclEngine(*streams);  // also carries compressed calls' payloads where it is up
-  const bool compressible = op->implicitCompression && op->args.coll == Collective::kAllReduce;
+  const bool compressible =
+      op->implicitCompression && op->args.coll == Collective::kAllReduce && c.deviceCodecsEverywhere();
   compress::DeviceCodecs* codecs = compressible ? streams->codecsFor(stream) : nullptr;
   const bool onDevice = codecs != nullptr && streams->isDeviceMemory(op->output) && streams->isDeviceMemory(op->input);
   const Communicator::DevicePlan plan =

@@ -107,6 +107,10 @@ class Communicator {
   // Decided collectively at the first stream-ordered call (every rank makes it at the same point of the call order):
   // TERN_DEVICE_ENGINE, and whether every rank can load NCCL; then the NCCL communicator is made.
   NcclDeviceEngine* ncclEngine(const DeviceStreams& streams);
+  // Whether every rank has the codecs on the device (DeviceStreams::hasCodecs), as agreed by ncclEngine's decision
+  // (false before it): where any rank lacks them, TERN_COMPRESS calls on device buffers stage and encode on the CPU
+  // without a vote.
+  bool deviceCodecsEverywhere() const { return deviceCodecsEverywhere_; }
   // This rank's model's answer to "NCCL or staging" for an uncompressed stream-ordered call of args: the cheaper
   // engine by the cost model (core/device_engine_choice.hpp), logged (TERN_DEBUG=INFO, subsystem TUNE) with both
   // estimates. Where no rank's GPU is in the job topology NCCL is unpriced and preferred. Decides nothing alone:
@@ -121,9 +125,10 @@ class Communicator {
     bool hierarchical = false;  // ... in the hierarchical form (compressHierFor)
     bool nccl = false;          // uncompressed, NCCL runs it (else staging through pinned memory)
   };
-  // The plan of a stream-ordered call of args. compressible: TERN_COMPRESS may compress it (an allreduce that
-  // mayCompressImplicitly allows); codecsOnDevice: this rank has device codecs for the call's stream and its buffers
-  // are device memory; ncclUp: ncclEngine made an NCCL communicator that runs this kind of call.
+  // The plan of a stream-ordered call of args. compressible: TERN_COMPRESS may compress it on the device (an
+  // allreduce that mayCompressImplicitly allows, where deviceCodecsEverywhere); codecsOnDevice: this rank has device
+  // codecs for the call's stream and its buffers are device memory; ncclUp: ncclEngine made an NCCL communicator that
+  // runs this kind of call.
   //
   // Where the answer needs the cost model (compression, or the engine where TERN_DEVICE_ENGINE leaves it to the
   // model and the job places GPUs), the ranks vote by one all-gather in call order at the first call of each shape
@@ -257,6 +262,7 @@ class Communicator {
   std::mutex deviceMutex_;
   std::unique_ptr<StagedDeviceCalls> staged_;
   bool deviceEngineDecided_ = false;
+  std::atomic<bool> deviceCodecsEverywhere_{false};  // set by ncclEngine
   std::unique_ptr<NcclDeviceEngine> nccl_;
   std::unique_ptr<DeviceCompressedCalls> deviceCompressed_;
   // The cost model of calls on device buffers: the planner over the job's GPU placements (the host planner prices

@@ -125,7 +125,8 @@ namespace {
 struct EngineVote {
   uint8_t canUseNccl;
   uint8_t wantsNccl;  // TERN_DEVICE_ENGINE=nccl: not having it is an error, not a fallback
-  uint8_t pad[6];
+  uint8_t hasCodecs;  // the codecs run on the device (DeviceStreams::hasCodecs)
+  uint8_t pad[5];
   NcclUniqueId id;
 };
 
@@ -141,6 +142,7 @@ NcclDeviceEngine* Communicator::ncclEngine(const DeviceStreams& streams) {
   EngineVote mine{};
   mine.canUseNccl = lib != nullptr ? 1 : 0;
   mine.wantsNccl = mode == "nccl" ? 1 : 0;
+  mine.hasCodecs = streams.hasCodecs() ? 1 : 0;
   if (lib != nullptr && rank_ == 0 && lib->getUniqueId(&mine.id) != 0) {
     mine.canUseNccl = 0;
     why = "ncclGetUniqueId failed";
@@ -150,10 +152,13 @@ NcclDeviceEngine* Communicator::ncclEngine(const DeviceStreams& streams) {
   runBlocking(newOperation(Collective::kAllGather, &mine, all.data(), sizeof(EngineVote), ternUint8, ternSum, 0));
   int without = -1;
   bool wanted = false;
+  bool codecs = true;
   for (int r = 0; r < nranks_; ++r) {
     if (all[r].canUseNccl == 0 && without < 0) without = r;
     wanted = wanted || all[r].wantsNccl != 0;
+    codecs = codecs && all[r].hasCodecs != 0;
   }
+  deviceCodecsEverywhere_ = codecs;
   if (without >= 0) {
     if (wanted) {
       throwError(ternInvalidUsage, "rank %d: TERN_DEVICE_ENGINE=nccl, but rank %d cannot use NCCL%s%s", rank_, without,

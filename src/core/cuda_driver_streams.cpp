@@ -129,6 +129,7 @@ class CudaDriverStreams final : public DeviceStreams {
     if (d_.deviceGetPCIBusId(busId, static_cast<int>(sizeof(busId)), device) != kSuccess) return "";
     return busId;
   }
+  bool hasCodecs() const override { return compress::builtinDeviceCodecs() != nullptr; }
   compress::DeviceCodecs* codecsFor(void* stream) override {
     compress::DeviceCodecs* codecs = compress::builtinDeviceCodecs();
     if (codecs != nullptr) useContextOf(stream);  // the runtime's kernel launches act on the current context

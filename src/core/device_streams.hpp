@@ -47,6 +47,9 @@ class DeviceStreams {
   // it; nullptr where there are none (a library built without CUDA): compressed calls on device buffers then stage
   // whole tensors and encode on the CPU.
   virtual compress::DeviceCodecs* codecsFor(void* /*stream*/) { return nullptr; }
+  // Whether codecsFor gives codecs at all (libtern built with them), asked without a stream: the ranks agree on it
+  // once (Communicator::ncclEngine), and where any lacks them no call votes on compressing on the device.
+  virtual bool hasCodecs() const { return false; }
 };
 
 // The process's CUDA driver streams, or nullptr with the reason in *why (no libcuda.so.1, no device, an old driver).

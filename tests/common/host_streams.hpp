@@ -165,6 +165,7 @@ class HostStreams final : public DeviceStreams {
   bool markerReached(uintptr_t marker) override { return reinterpret_cast<std::atomic<bool>*>(marker)->load(); }
   void releaseMarker(uintptr_t marker) override { delete reinterpret_cast<std::atomic<bool>*>(marker); }
   compress::DeviceCodecs* codecsFor(void* /*stream*/) override { return withCodecs ? &codecs_ : nullptr; }
+  bool hasCodecs() const override { return withCodecs; }
   // Poses as cudaSetDevice on the calling thread: currentDeviceBusId answers busId there ("" for none).
   void setCurrentDevice(const std::string& busId) {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -167,6 +167,12 @@ TEST(DeviceEngineChoice, RanksDrivingGpusSitOnThemAndHostCallsStayCpuPriced) {
         const Communicator::DevicePlan plain = comms[r]->devicePlan(allReduceOf(2 << 20, n), false, false, false);
         EXPECT_FALSE(plain.nccl || plain.compress) << "rank " << r;
       }
+      // The engine decision (once per communicator) also agrees whether every rank has device codecs: here rank 1
+      // has none where the ranks are not on GPUs.
+      std::vector<HostStreams> rankStreams(n);
+      for (int r = 0; r < n; ++r) rankStreams[r].withCodecs = onGpus || r != 1;
+      onEveryRank(n, [&](int r) { EXPECT_EQ(comms[r]->ncclEngine(rankStreams[r]), nullptr); });  // doubles: no NCCL
+      for (int r = 0; r < n; ++r) EXPECT_EQ(comms[r]->deviceCodecsEverywhere(), onGpus) << "rank " << r;
       // Votes, every rank at once, twice per shape (the second call keeps the first's plan).
       std::vector<Communicator::DevicePlan> planned(2 * n);
       CollArgs other = allReduceOf(1 << 20, n);
