@@ -443,7 +443,9 @@ class RankRunner {
                         : spec_.run(send, out, l.callCount, o_.dtype, op, o_.root, comm_);
     };
     for (int i = 0; i < o_.warmup; ++i) PERF_CHECK(runOnce(), comm_);
-    PERF_CHECK(ternBarrier(comm_), comm_);
+    // Sync as nccl-tests' BenchTime does, with one untimed call of the timed collective rather than a barrier: the
+    // ranks then enter the timed loop as they leave one of its own calls, not skewed by another path's release.
+    PERF_CHECK(runOnce(), comm_);
     std::vector<double> perIter;
     auto t0 = Clock::now();
     for (int i = 0; i < o_.iters; ++i) {

@@ -75,7 +75,6 @@ int Run(tern::compare::SweepOptions& o, const tern::compare::GlooMeshOptions& g,
   b.tool = "gloo_collectives";
   b.rank = rank;
   b.n = n;
-  b.barrier = barrier;
   b.now_sec = []() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   };

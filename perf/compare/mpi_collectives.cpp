@@ -48,7 +48,6 @@ int Run(const tern::compare::SweepOptions& o, const std::string& tool, int rank,
   b.tool = tool.c_str();
   b.rank = rank;
   b.n = n;
-  b.barrier = []() { MPI_Barrier(MPI_COMM_WORLD); };
   b.now_sec = []() { return MPI_Wtime(); };
   b.combine = [](double v, char op) {
     double out = 0;

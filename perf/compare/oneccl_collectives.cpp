@@ -93,7 +93,6 @@ int Run(tern::compare::SweepOptions& o, const std::string& kvs_path, double kvs_
   b.tool = "oneccl_collectives";
   b.rank = rank;
   b.n = n;
-  b.barrier = [&comm]() { ccl::barrier(comm).wait(); };
   b.now_sec = []() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   };

@@ -48,7 +48,6 @@ int main(int argc, char** argv) {
   b.tool = "tern_alltoallv";
   Check(ternCommUserRank(comm, &b.rank), "ternCommUserRank");
   Check(ternCommCount(comm, &b.n), "ternCommCount");
-  b.barrier = [comm]() { Check(ternBarrier(comm), "ternBarrier"); };
   b.now_sec = []() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   };
