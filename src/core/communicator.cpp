@@ -585,8 +585,12 @@ Choice Communicator::choose(const CollArgs& args) {
     std::lock_guard<std::mutex> lock(choiceMutex_);
     if (const Choice* c = cachedChoice(key)) return *c;
   }
-  Choice choice = chooseWithDirect(args, choiceContext(), algoOverride_, directOption(args));
-  std::lock_guard<std::mutex> lock(choiceMutex_);
+  const ChoiceContext ctx = choiceContext();
+  Choice choice = chooseWithDirect(args, ctx, algoOverride_, directOption(args));
+  std::scoped_lock lock(plannerMutex_, choiceMutex_);
+  // Priced with a model that the network learning replaced meanwhile (a stream-ordered call's vote chooses on the
+  // caller's thread): not kept, or this rank's later calls of the shape would run what its peers no longer choose.
+  if (planner_ != ctx.planner) return choice;
   if (choiceCache_.size() >= kChoiceCacheEntries) {  // a sweep over many sizes: start over
     choiceCache_.clear();
     lastChoice_ = nullptr;
@@ -726,7 +730,9 @@ bool Communicator::compressionPays(const CollArgs& args, const std::string& code
            pays ? "compressing" : "not compressing (it does not pay)");
   if (!onDevice) {
     std::lock_guard<std::mutex> lock(compressMutex_);
-    compressionPays_.emplace(key, pays);
+    // As in choose: an answer from a model that was replaced meanwhile is not kept (recordTimedCall swaps the model,
+    // then clears this table under compressMutex_).
+    if (currentPlanner() == planner) compressionPays_.emplace(key, pays);
   }
   return pays;
 }

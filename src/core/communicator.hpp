@@ -132,13 +132,14 @@ class Communicator {
   //
   // Where the answer needs the cost model (compression, or the engine where TERN_DEVICE_ENGINE leaves it to the
   // model and the job places GPUs), the ranks vote by one all-gather in call order at the first call of each shape
-  // (collective, count, dtype, in place): compression where every rank would compress, the engine of rank 0's model.
-  // A vote is needed because these calls are decided on the caller's thread while the model may change on the
-  // communicator's thread (recordTimedCall): two ranks could otherwise price the same call with different models.
-  // While any rank is still learning the network, the shape votes again at its 16th, 32nd, 64th ... call, so that
-  // the learned model takes over; once every rank's model is settled, the plan is final. A later call of a shape
-  // agreed to compress that brings host buffers is refused (ternInvalidUsage) rather than run differently from its
-  // peers.
+  // (collective, count, dtype, in place, compressible, ncclUp): compression where every rank would compress, the
+  // engine of rank 0's model. A vote is needed because these calls are decided on the caller's thread while the
+  // model may change on the communicator's thread (recordTimedCall): two ranks could otherwise price the same call
+  // with different models. While any rank is still learning the network, the shape votes again at its 16th, 32nd,
+  // 64th ... call, so that the learned model takes over (a job whose device calls all run on NCCL times none of them
+  // and so keeps voting, ever more rarely); once every rank's model is settled, the plan is kept. A vote runs in call
+  // order, so the caller waits for the stream-ordered calls queued before it. A later call of a shape agreed to
+  // compress that brings host buffers is refused (ternInvalidUsage) rather than run differently from its peers.
   DevicePlan devicePlan(const CollArgs& args, bool compressible, bool codecsOnDevice, bool ncclUp);
   // The error-feedback compressor of a stream-ordered allreduce the ranks agreed to compress on the device
   // (devicePlan), keyed by its output buffer; refuses host buffers (onDevice false).
@@ -279,8 +280,10 @@ class Communicator {
     uint64_t voteAgain = 0;  // the call at which a plan that is not final is voted again
   };
   std::mutex devicePlanMutex_;  // devicePlans_; held across a vote, so one decision at a time
-  // (collective, count, dtype, in place) -> the plan
-  std::map<std::tuple<int, size_t, int, bool>, AgreedDevicePlan> devicePlans_;
+  // (collective, count, dtype, in place, compressible, NCCL up) -> the plan; shapes that voted only
+  using DevicePlanKey = std::tuple<int, size_t, int, bool, bool, bool>;
+  std::map<DevicePlanKey, AgreedDevicePlan> devicePlans_;
+  static constexpr size_t kDevicePlanEntries = 512;  // a sweep over many sizes: start over
   ternResult_t deviceAsyncError();
   void abortDeviceEngines();
 

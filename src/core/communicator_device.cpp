@@ -45,9 +45,9 @@ DeviceCompressedCalls& Communicator::deviceCompressedCalls(DeviceStreams& stream
 Compressor* Communicator::deviceCompressor(const CollArgs& args, void* recvbuff, bool onDevice) {
   if (!onDevice) {
     throwError(ternInvalidUsage,
-               "rank %d: stream-ordered allreduce of %zu %s: the ranks agreed at the first call of this size to "
-               "compress it on the device, and this call's buffers are not device memory (keep one kind of buffer "
-               "per size, or TERN_COMPRESS off)",
+               "rank %d: stream-ordered allreduce of %zu %s: the ranks agreed to compress calls of this shape on "
+               "the device, and this call's buffers are not device memory (keep one kind of buffer per shape, or "
+               "TERN_COMPRESS off)",
                rank_, args.count, dataTypeName(args.dtype));
   }
   return defaultCompressor(recvbuff, args.count, args.dtype);
@@ -67,53 +67,59 @@ enum DeviceVote : uint8_t {
 
 Communicator::DevicePlan Communicator::devicePlan(const CollArgs& args, bool compressible, bool codecsOnDevice,
                                                   bool ncclUp) {
+  // The engine is the model's to pick where NCCL is up, TERN_DEVICE_ENGINE leaves it open, the job places GPUs
+  // (elsewhere NCCL is unpriced and runs: NVIDIA's library on its own hardware is the prior), and the call has a
+  // catalogue entry (batches of sends and receives, alltoallv included, run where NCCL runs).
+  const bool enginePriced = ncclUp && knobs().deviceEngine == "auto" && currentDevicePlanner() != nullptr &&
+                            args.coll != Collective::kPointToPoint && args.coll != Collective::kAlltoAllv;
+  if (!compressible && !enginePriced) {
+    // Every rank knows this alike, from what its peers know too: no vote, and nothing kept (a point-to-point batch
+    // is made by the ranks it involves only, so keeping its plans would leave the ranks with different tables).
+    DevicePlan plan;
+    plan.nccl = ncclUp;
+    return plan;
+  }
+  // Only shapes that vote are kept: every rank makes the same calls of them, so every rank's table holds the same
+  // entries and reaches its limit at the same call. compressible and ncclUp are in the key, as they decide the
+  // plan: a TERN_COMPRESS sum and a max of the same shape are planned apart.
   std::lock_guard<std::mutex> lock(devicePlanMutex_);
-  const auto key = std::make_tuple(static_cast<int>(args.coll), args.count, static_cast<int>(args.dtype), args.inPlace);
+  const DevicePlanKey key{
+      static_cast<int>(args.coll), args.count, static_cast<int>(args.dtype), args.inPlace, compressible, ncclUp};
   auto it = devicePlans_.find(key);
   if (it != devicePlans_.end()) {
     AgreedDevicePlan& known = it->second;
     ++known.calls;
     if (known.final || known.calls < known.voteAgain) return known.plan;
   }
-  // The engine is the model's to pick where NCCL is up, TERN_DEVICE_ENGINE leaves it open, the job places GPUs
-  // (elsewhere NCCL is unpriced and runs: NVIDIA's library on its own hardware is the prior), and the call has a
-  // catalogue entry (batches of sends and receives, alltoallv included, run where NCCL runs).
-  const bool enginePriced = ncclUp && knobs().deviceEngine.empty() && currentDevicePlanner() != nullptr &&
-                            args.coll != Collective::kPointToPoint && args.coll != Collective::kAlltoAllv;
-  AgreedDevicePlan agreed;
-  if (!compressible && !enginePriced) {
-    agreed.plan.nccl = ncclUp;  // every rank knows this alike: no vote
-    agreed.final = true;
-  } else {
-    uint8_t mine = modelSettled_ ? kModelSettled : 0;
-    if (compressible && codecsOnDevice && compressionPays(args, options_.compress, true)) {
-      mine |= kWouldCompress;
-      if (compressHierFor(args, *compress::makeCodec(options_.compress), true)) mine |= kWouldCompressHier;
-    }
-    if (enginePriced && ncclPreferred(args)) mine |= kPrefersNccl;
-    std::vector<uint8_t> all(static_cast<size_t>(nranks_));
-    runBlocking(newOperation(Collective::kAllGather, &mine, all.data(), 1, ternUint8, ternSum, 0));
-    auto every = [&all](uint8_t bit) {
-      return std::all_of(all.begin(), all.end(), [bit](uint8_t v) { return (v & bit) != 0; });
-    };
-    agreed.plan.compress = every(kWouldCompress);
-    agreed.plan.hierarchical = agreed.plan.compress && every(kWouldCompressHier);
-    agreed.plan.nccl = ncclUp && (!enginePriced || (all[0] & kPrefersNccl) != 0);
-    agreed.final = every(kModelSettled);
-    TERN_LOG(kInfo, kTune, rank_, "stream-ordered %s count %zu %s%s: %s%s", collectiveName(args.coll), args.count,
-             dataTypeName(args.dtype), args.inPlace ? " in place" : "",
-             agreed.plan.compress
-                 ? (agreed.plan.hierarchical ? "compressed with the codecs on the device, hierarchical form"
-                                             : "compressed with the codecs on the device")
-                 : (agreed.plan.nccl ? "nccl" : "staged"),
-             agreed.final ? "" : " (voted again later: a rank's model is still learning the network)");
+  uint8_t mine = modelSettled_ ? kModelSettled : 0;
+  if (compressible && codecsOnDevice && compressionPays(args, options_.compress, true)) {
+    mine |= kWouldCompress;
+    if (compressHierFor(args, *compress::makeCodec(options_.compress), true)) mine |= kWouldCompressHier;
   }
+  if (enginePriced && ncclPreferred(args)) mine |= kPrefersNccl;
+  std::vector<uint8_t> all(static_cast<size_t>(nranks_));
+  runBlocking(newOperation(Collective::kAllGather, &mine, all.data(), 1, ternUint8, ternSum, 0));
+  auto every = [&all](uint8_t bit) {
+    return std::all_of(all.begin(), all.end(), [bit](uint8_t v) { return (v & bit) != 0; });
+  };
+  AgreedDevicePlan agreed;
+  agreed.plan.compress = every(kWouldCompress);
+  agreed.plan.hierarchical = agreed.plan.compress && every(kWouldCompressHier);
+  agreed.plan.nccl = ncclUp && (!enginePriced || (all[0] & kPrefersNccl) != 0);
+  agreed.final = every(kModelSettled);
   agreed.calls = it != devicePlans_.end() ? it->second.calls : 1;
   agreed.voteAgain = std::max<uint64_t>(16, 2 * agreed.calls);
+  TERN_LOG(
+      kInfo, kTune, rank_, "stream-ordered %s count %zu %s%s, call %llu: %s%s", collectiveName(args.coll), args.count,
+      dataTypeName(args.dtype), args.inPlace ? " in place" : "", static_cast<unsigned long long>(agreed.calls),
+      agreed.plan.compress ? (agreed.plan.hierarchical ? "compressed with the codecs on the device, hierarchical form"
+                                                       : "compressed with the codecs on the device")
+                           : (agreed.plan.nccl ? "nccl" : "staged"),
+      agreed.final ? "" : " (voted again later: a rank's model is still learning the network)");
   if (it != devicePlans_.end()) {
     it->second = agreed;
   } else {
-    if (devicePlans_.size() > 512) devicePlans_.clear();  // every rank clears at the same call: the same shapes
+    if (devicePlans_.size() >= kDevicePlanEntries) devicePlans_.clear();  // alike on every rank (above)
     devicePlans_.emplace(key, agreed);
   }
   return agreed.plan;

@@ -5,9 +5,11 @@
 #include "core/device_engine_choice.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,6 +21,7 @@
 #include "common/host_streams.hpp"
 #include "core/algo_choice.hpp"
 #include "core/communicator.hpp"
+#include "planner/calibration.hpp"
 #include "planner/planner.hpp"
 #include "topo/topo_file.hpp"
 
@@ -125,15 +128,11 @@ void onEveryRank(int n, const std::function<void(int)>& fn) {
 }
 
 // Ranks whose threads have a current CUDA device (the double's setCurrentDevice) sit on that GPU in every rank's
-// job; the host-memory calls of those communicators are priced exactly as those of ranks without a GPU. The plans
-// of their stream-ordered calls are the same on every rank: compression only where every rank can compress on the
-// device, NCCL where the model prices it below staging.
+// job; the host-memory calls of those communicators are priced exactly as those of ranks without a GPU.
 TEST(DeviceEngineChoice, RanksDrivingGpusSitOnThemAndHostCallsStayCpuPriced) {
   const std::string file = referenceTopology("dgx-h100.json");
   setenv("TERN_TOPO_FILE", file.c_str(), 1);
-  setenv("TERN_COMPRESS", "bf16", 1);
-  setenv("TERN_COMPRESS_WHEN", "always", 1);
-  if (knobs().topoFile != file || !knobs().compressAlways) {
+  if (knobs().topoFile != file) {
     GTEST_SKIP() << "the knobs were read before TERN_TOPO_FILE was set: run this test in a process of its own "
                     "(ctest does)";
   }
@@ -167,31 +166,79 @@ TEST(DeviceEngineChoice, RanksDrivingGpusSitOnThemAndHostCallsStayCpuPriced) {
         const Communicator::DevicePlan plain = comms[r]->devicePlan(allReduceOf(2 << 20, n), false, false, false);
         EXPECT_FALSE(plain.nccl || plain.compress) << "rank " << r;
       }
-      // The engine decision (once per communicator) also agrees whether every rank has device codecs: here rank 1
-      // has none where the ranks are not on GPUs.
+      destroyCommunicators(comms);
+    }
+    EXPECT_EQ(hostPrediction[0], hostPrediction[1]);
+  }
+  setDeviceStreamsForTesting(nullptr);
+}
+
+// The ranks vote on the plan of each stream-ordered call shape (Communicator::devicePlan): the engine of rank 0's
+// model (here one told that NVLink is slow, so staging wins where the ranks sit on GPUs, while without GPUs NCCL is
+// unpriced and runs without a vote), compression only where every rank can compress on the device; the shape's later
+// calls keep the plan (one host: every model is settled). The engine decision, once per communicator, also agrees
+// whether every rank has device codecs.
+TEST(DeviceEngineChoice, RanksVoteOnEachShapesPlan) {
+  const std::string file = referenceTopology("dgx-h100.json");
+  const std::string tune = (fs::temp_directory_path() / ("tern-slow-nvlink-" + std::to_string(getpid()) + ".json"));
+  {
+    std::ofstream out(tune);
+    out << R"({"version": 1, "links": {"nvlink": {"alpha_us": 1000, "bandwidth_gbs": 0.001}}})";
+  }
+  setenv("TERN_TOPO_FILE", file.c_str(), 1);
+  setenv("TERN_TUNE_FILE", tune.c_str(), 1);
+  setenv("TERN_COMPRESS", "bf16", 1);
+  setenv("TERN_COMPRESS_WHEN", "always", 1);
+  const bool fresh = knobs().topoFile == file && knobs().compressAlways &&
+                     planner::processCostParams().find(planner::ModelLink::kNvlink) != nullptr;
+  fs::remove(tune);
+  if (!fresh) {
+    GTEST_SKIP() << "the knobs or the cost parameters were read before this test set them: run it in a process of "
+                    "its own (ctest does)";
+  }
+  HostStreams dev;
+  setDeviceStreamsForTesting(&dev);
+  const topo::JobTopology reference = topo::loadTopologyFile(file);
+  const topo::HostTopology& box = reference.hosts.at(0);
+  const std::vector<int> gpus = box.nodesOfType(topo::NodeType::kGpu);
+  const int n = 3;
+  for (const bool inproc : {true, false}) {
+    SCOPED_TRACE(inproc ? "inproc" : "tcp");
+    for (const bool onGpus : {true, false}) {
+      SCOPED_TRACE(onGpus ? "on GPUs" : "without GPUs");
+      std::vector<std::unique_ptr<Communicator>> comms = createCommunicators(
+          n, inproc, [&](int r) { dev.setCurrentDevice(onGpus ? box.nodes[gpus.at(2 * r)].busId : ""); });
+      for (int r = 0; r < n; ++r) ASSERT_NE(comms[r], nullptr);
+      // Rank 1 has no device codecs where the ranks are not on GPUs.
       std::vector<HostStreams> rankStreams(n);
       for (int r = 0; r < n; ++r) rankStreams[r].withCodecs = onGpus || r != 1;
       onEveryRank(n, [&](int r) { EXPECT_EQ(comms[r]->ncclEngine(rankStreams[r]), nullptr); });  // doubles: no NCCL
       for (int r = 0; r < n; ++r) EXPECT_EQ(comms[r]->deviceCodecsEverywhere(), onGpus) << "rank " << r;
-      // Votes, every rank at once, twice per shape (the second call keeps the first's plan).
-      std::vector<Communicator::DevicePlan> planned(2 * n);
-      CollArgs other = allReduceOf(1 << 20, n);
+
+      const CollArgs plain = allReduceOf(4 << 20, n), shared = allReduceOf(1 << 20, n), split = allReduceOf(2 << 20, n);
+      // [call][rank]: an uncompressible shape with NCCL up (as ncclEngine would have it on GPUs), a compressible one
+      // whose buffers every rank has on the device, and one whose buffers rank 1 has on the host.
+      std::vector<Communicator::DevicePlan> plains(2 * n), shareds(2 * n), splits(2 * n);
       onEveryRank(n, [&](int r) {
+        const bool compressible = comms[r]->deviceCodecsEverywhere();  // as launchOnStream asks it
         for (int call = 0; call < 2; ++call) {
-          // Rank 1 has no device codecs for this call: nobody compresses it.
-          planned[r] = comms[r]->devicePlan(args, true, r != 1, true);
-          planned[n + r] = comms[r]->devicePlan(other, true, true, true);
+          plains[call * n + r] = comms[r]->devicePlan(plain, false, false, true);
+          shareds[call * n + r] = comms[r]->devicePlan(shared, compressible, true, false);
+          splits[call * n + r] = comms[r]->devicePlan(split, compressible, r != 1, false);
         }
       });
-      for (int r = 0; r < n; ++r) {
-        EXPECT_FALSE(planned[r].compress) << "rank " << r;
-        EXPECT_TRUE(planned[r].nccl) << "rank " << r;
-        EXPECT_TRUE(planned[n + r].compress) << "rank " << r;       // TERN_COMPRESS_WHEN=always, codecs everywhere
-        EXPECT_FALSE(planned[n + r].hierarchical) << "rank " << r;  // one host
+      for (int i = 0; i < 2 * n; ++i) {
+        const int r = i % n;
+        SCOPED_TRACE("rank " + std::to_string(r) + ", call " + std::to_string(i / n + 1));
+        EXPECT_EQ(plains[i].nccl, !onGpus);  // slow NVLink: staging wins; without GPUs NCCL is unpriced
+        EXPECT_FALSE(plains[i].compress);
+        EXPECT_EQ(shareds[i].compress, onGpus);  // TERN_COMPRESS_WHEN=always where every rank has device codecs
+        EXPECT_FALSE(shareds[i].hierarchical);   // one host
+        EXPECT_FALSE(shareds[i].nccl);
+        EXPECT_FALSE(splits[i].compress);  // rank 1's buffers are not on the device
       }
       destroyCommunicators(comms);
     }
-    EXPECT_EQ(hostPrediction[0], hostPrediction[1]);
   }
   setDeviceStreamsForTesting(nullptr);
 }
