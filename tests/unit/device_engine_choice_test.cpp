@@ -127,6 +127,33 @@ void onEveryRank(int n, const std::function<void(int)>& fn) {
   for (std::thread& t : threads) t.join();
 }
 
+// Communicators of kRanks ranks whose threads drive GPUs 0, 2, 4 ... of a reference box (the host_streams double
+// poses each thread's current device, as cudaSetDevice would make it current), or none; the double is the process's
+// device streams while this lives.
+class GpuRanks {
+ public:
+  static constexpr int kRanks = 3;
+  explicit GpuRanks(const std::string& file)
+      : reference_(topo::loadTopologyFile(file)), gpus_(box().nodesOfType(topo::NodeType::kGpu)) {
+    setDeviceStreamsForTesting(&streams_);
+  }
+  ~GpuRanks() { setDeviceStreamsForTesting(nullptr); }
+  GpuRanks(const GpuRanks&) = delete;
+  GpuRanks& operator=(const GpuRanks&) = delete;
+  // The box's node index of the GPU rank r drives.
+  int gpuOf(int r) const { return gpus_.at(2 * static_cast<size_t>(r)); }
+  std::vector<std::unique_ptr<Communicator>> create(bool inproc, bool onGpus) {
+    return createCommunicators(kRanks, inproc,
+                               [&](int r) { streams_.setCurrentDevice(onGpus ? box().nodes[gpuOf(r)].busId : ""); });
+  }
+
+ private:
+  const topo::HostTopology& box() const { return reference_.hosts.at(0); }
+  HostStreams streams_;
+  topo::JobTopology reference_;
+  std::vector<int> gpus_;
+};
+
 // Ranks whose threads have a current CUDA device (the double's setCurrentDevice) sit on that GPU in every rank's
 // job; the host-memory calls of those communicators are priced exactly as those of ranks without a GPU.
 TEST(DeviceEngineChoice, RanksDrivingGpusSitOnThemAndHostCallsStayCpuPriced) {
@@ -136,25 +163,19 @@ TEST(DeviceEngineChoice, RanksDrivingGpusSitOnThemAndHostCallsStayCpuPriced) {
     GTEST_SKIP() << "the knobs were read before TERN_TOPO_FILE was set: run this test in a process of its own "
                     "(ctest does)";
   }
-  HostStreams dev;
-  setDeviceStreamsForTesting(&dev);
-  const topo::JobTopology reference = topo::loadTopologyFile(file);
-  const topo::HostTopology& box = reference.hosts.at(0);
-  const std::vector<int> gpus = box.nodesOfType(topo::NodeType::kGpu);
-  const int n = 3;
+  GpuRanks ranks(file);
+  const int n = GpuRanks::kRanks;
   for (const bool inproc : {true, false}) {
     SCOPED_TRACE(inproc ? "inproc" : "tcp");
     std::vector<double> hostPrediction[2];
     for (const bool onGpus : {true, false}) {
-      // Rank r drives GPU 2r (as cudaSetDevice would make it current), or none.
-      std::vector<std::unique_ptr<Communicator>> comms = createCommunicators(
-          n, inproc, [&](int r) { dev.setCurrentDevice(onGpus ? box.nodes[gpus.at(2 * r)].busId : ""); });
+      std::vector<std::unique_ptr<Communicator>> comms = ranks.create(inproc, onGpus);
       for (int r = 0; r < n; ++r) ASSERT_NE(comms[r], nullptr);
       for (int r = 0; r < n; ++r) {
         const topo::JobTopology& job = comms[r]->jobTopology();
         EXPECT_EQ(job, comms[0]->jobTopology()) << "rank " << r;
         for (int q = 0; q < n; ++q) {
-          EXPECT_EQ(job.ranks[q].gpu, onGpus ? gpus[2 * q] : -1) << "rank " << r << " sees rank " << q;
+          EXPECT_EQ(job.ranks[q].gpu, onGpus ? ranks.gpuOf(q) : -1) << "rank " << r << " sees rank " << q;
         }
       }
       const CollArgs args = allReduceOf(4 << 20, n);
@@ -170,7 +191,6 @@ TEST(DeviceEngineChoice, RanksDrivingGpusSitOnThemAndHostCallsStayCpuPriced) {
     }
     EXPECT_EQ(hostPrediction[0], hostPrediction[1]);
   }
-  setDeviceStreamsForTesting(nullptr);
 }
 
 // The ranks vote on the plan of each stream-ordered call shape (Communicator::devicePlan): the engine of rank 0's
@@ -196,18 +216,13 @@ TEST(DeviceEngineChoice, RanksVoteOnEachShapesPlan) {
     GTEST_SKIP() << "the knobs or the cost parameters were read before this test set them: run it in a process of "
                     "its own (ctest does)";
   }
-  HostStreams dev;
-  setDeviceStreamsForTesting(&dev);
-  const topo::JobTopology reference = topo::loadTopologyFile(file);
-  const topo::HostTopology& box = reference.hosts.at(0);
-  const std::vector<int> gpus = box.nodesOfType(topo::NodeType::kGpu);
-  const int n = 3;
+  GpuRanks ranks(file);
+  const int n = GpuRanks::kRanks;
   for (const bool inproc : {true, false}) {
     SCOPED_TRACE(inproc ? "inproc" : "tcp");
     for (const bool onGpus : {true, false}) {
       SCOPED_TRACE(onGpus ? "on GPUs" : "without GPUs");
-      std::vector<std::unique_ptr<Communicator>> comms = createCommunicators(
-          n, inproc, [&](int r) { dev.setCurrentDevice(onGpus ? box.nodes[gpus.at(2 * r)].busId : ""); });
+      std::vector<std::unique_ptr<Communicator>> comms = ranks.create(inproc, onGpus);
       for (int r = 0; r < n; ++r) ASSERT_NE(comms[r], nullptr);
       // Rank 1 has no device codecs where the ranks are not on GPUs.
       std::vector<HostStreams> rankStreams(n);
@@ -240,7 +255,6 @@ TEST(DeviceEngineChoice, RanksVoteOnEachShapesPlan) {
       destroyCommunicators(comms);
     }
   }
-  setDeviceStreamsForTesting(nullptr);
 }
 
 }  // namespace
